@@ -1,0 +1,58 @@
+#pragma once
+// The command line: one file per subcommand, each adding itself to the root
+// app through a register_* function listed in cli.cpp. Parsing is separate
+// from running so the tests can parse flags in-process.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace vit::cli {
+
+// Flags every subcommand takes.
+struct CommonOptions {
+  std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  int64_t threads = 0;             // 0 = all cores
+  std::optional<uint64_t> seed;    // overrides the config's seed when given
+  bool quiet = false;
+  bool verbose = false;
+};
+
+void add_common_options(CLI::App& cmd, CommonOptions& options);
+// Sets the log level, thread count and seed. Call first in every run function.
+void apply_common_options(const CommonOptions& options);
+
+// A registered subcommand: its CLI11 node and what runs when it was chosen.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// The whole tool: the root app plus every subcommand. The options structs live
+// inside the callbacks' shared state, so a Cli object owns everything.
+class Cli {
+ public:
+  Cli();
+  CLI::App& app() { return app_; }
+  // Parses argv; throws CLI::ParseError (use app().exit(e)) on bad flags.
+  void parse(int argc, const char* const* argv);
+  void parse(std::vector<std::string> args);  // args without the program name
+  // Runs the chosen subcommand; returns its exit code.
+  int run();
+  void add(Command command) { commands_.push_back(std::move(command)); }
+
+ private:
+  CLI::App app_;
+  std::vector<Command> commands_;
+};
+
+// One per subcommand file. Each returns the options object it filled, so the
+// tests can check what a command line set.
+struct InfoOptions;
+std::shared_ptr<InfoOptions> register_info(Cli& cli);
+
+}  // namespace vit::cli

@@ -1,0 +1,106 @@
+#pragma once
+// Vision Transformer (Dosovitskiy et al., 2020), pre-norm, timm parameter names.
+//
+// Shape key:  B batch, C channels, S image side, P patch side, g = S / P grid side,
+//             N = g*g + 1 tokens (class token first), D model width,
+//             H heads, Dh head width, I = H * Dh attention inner width, M MLP width,
+//             K classes.
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "vit/config.hpp"
+
+namespace vit {
+
+// Patch embedding: a convolution with kernel = stride = patch. (B,C,S,S) -> (B, g*g, D)
+class PatchEmbedImpl : public torch::nn::Module {
+ public:
+  explicit PatchEmbedImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Conv2d proj{nullptr};
+};
+TORCH_MODULE(PatchEmbed);
+
+// Multi-head self-attention with a fused qkv projection. (B,N,D) -> (B,N,D)
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelConfig& cfg);
+  // Fast path: the fused kernel on LibTorch >= 2.0, the explicit softmax before.
+  torch::Tensor forward(const torch::Tensor& x);
+  // Explicit softmax; also returns the attention probabilities (B,H,N,N).
+  std::pair<torch::Tensor, torch::Tensor> forward_with_attention(const torch::Tensor& x);
+
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+  torch::nn::Dropout attn_drop{nullptr}, proj_drop{nullptr};
+
+ private:
+  // (B,N,D) -> q, k, v each (B,H,N,Dh)
+  std::vector<torch::Tensor> split_heads(const torch::Tensor& x);
+  torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,N,Dh) -> (B,N,D) via proj
+  int64_t heads_, head_dim_;
+  double attn_dropout_;
+};
+TORCH_MODULE(Attention);
+
+// Two-layer GELU MLP. (B,N,D) -> (B,N,D)
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+// Pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x)).
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);
+  std::pair<torch::Tensor, torch::Tensor> forward_with_attention(const torch::Tensor& x);
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  Attention attn{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct LogitsAndAttention {
+  torch::Tensor logits;                  // (B,K)
+  std::vector<torch::Tensor> attention;  // one (B,H,N,N) per layer, rows sum to 1
+};
+
+class VisionTransformerImpl : public torch::nn::Module {
+ public:
+  explicit VisionTransformerImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& images);  // (B,C,S,S) -> (B,K)
+  LogitsAndAttention forward_with_attention(const torch::Tensor& images);
+  const ModelConfig& config() const { return cfg_; }
+
+  PatchEmbed patch_embed{nullptr};
+  torch::Tensor cls_token, pos_embed;  // (1,1,D), (1,N,D)
+  torch::nn::Dropout pos_drop{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::Linear head{nullptr};
+
+ private:
+  torch::Tensor embed(const torch::Tensor& images);    // (B,C,S,S) -> (B,N,D)
+  torch::Tensor classify(const torch::Tensor& tokens);  // (B,N,D) -> (B,K)
+  void init_weights();
+  ModelConfig cfg_;
+};
+TORCH_MODULE(VisionTransformer);
+
+// Exact parameter count and forward FLOPs (2 per multiply-add) for a config,
+// without building the model.
+int64_t count_parameters(const ModelConfig& cfg);
+int64_t forward_flops(const ModelConfig& cfg);
+
+}  // namespace vit
