@@ -67,7 +67,8 @@ CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransf
     optimizer.load(optimizer_archive);
     torch::Tensor rng_state;
     archive.read(kCpuRngKey, rng_state);
-    at::detail::getDefaultCPUGenerator().set_state(rng_state);
+    auto generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(rng_state);
   } catch (const c10::Error& e) {
     throw Error(path + ": damaged training state (" + first_line(e.what_without_backtrace()) + ")");
   }
