@@ -165,7 +165,7 @@ AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentio
     if (a.dim() != 4 || a.size(2) != a.size(3)) {
       throw Error(name + " has shape " + shape_text(a) + "; expected (B,H,N,N)");
     }
-    if (!torch::isFloatingType(a.scalar_type())) {
+    if (!a.is_floating_point()) {
       throw Error(name + " has dtype " + std::string(c10::toString(a.scalar_type())) +
                   "; expected a floating-point type");
     }

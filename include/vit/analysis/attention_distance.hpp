@@ -24,7 +24,8 @@ torch::Tensor patch_distance_matrix(int64_t grid, int64_t patch_size,
                                     const torch::TensorOptions& options = torch::kFloat);
 
 // Distance in pixels per image, layer and head: (B,L,H). float64 for float64 input,
-// else float32, on the input's device.
+// else float32, on the input's device. Throws vit::Error for shapes
+// check_attention_shapes rejects, patch_size < 1, or a negative or non-finite entry.
 torch::Tensor mean_attention_distance(const std::vector<torch::Tensor>& attentions,
                                       int64_t patch_size, bool renormalize = false);
 

@@ -41,7 +41,9 @@ struct RolloutOptions {
 
 // The full rollout R = M_L ... M_1 with M_l = rownorm(fuse(A_l) + I), where rownorm
 // divides every row by its own sum. (B,N,N); float64 for float64 input, else float32,
-// on the input's device.
+// on the input's device. Throws vit::Error for shapes check_attention_shapes rejects,
+// a discard ratio outside [0, 1), or a fused layer with a negative or non-finite entry
+// (the same for rollout_masks).
 torch::Tensor rollout_matrix(const std::vector<torch::Tensor>& attentions,
                              const RolloutOptions& options = {});
 
