@@ -1,0 +1,71 @@
+#pragma once
+// Batches for training and evaluation, made by index-selecting the dataset's
+// uint8 tensor, then augmented and normalised as whole batches on the device.
+// The order of an epoch and every augmentation draw are pure functions of
+// (seed, epoch, step), so a resumed run sees exactly the batches it would have.
+// Key: B images, C channels, S x S pixels, K classes.
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "vit/config.hpp"
+#include "vit/data/dataset.hpp"
+
+namespace vit::data {
+
+struct LoaderOptions {
+  int64_t batch_size = 128;
+  bool train = true;               // shuffle, augment, drop the last partial batch
+  uint64_t seed = 0;               // with the epoch, fixes the order and augmentation
+  c10::Device device = c10::kCPU;  // where batches are made and returned
+  std::vector<double> mean;        // per channel (or one value for all), [0, 1] pixels
+  std::vector<double> std;         // per channel (or one value for all)
+  AugmentConfig augment;           // used when train is true
+};
+
+struct Batch {
+  at::Tensor images;   // float (B, C, S, S), normalised, on the device
+  at::Tensor labels;   // int64 (B), on the device
+  at::Tensor targets;  // float (B, K) soft targets when mixup/cutmix is on; else undefined
+};
+
+class BatchLoader {
+ public:
+  // Copies the dataset's images to the device once. Throws if mean/std do not
+  // match the channel count or the batch size is not positive.
+  BatchLoader(const Dataset& data, LoaderOptions options);
+
+  int64_t batches_per_epoch() const;  // training drops the last partial batch
+  int64_t size() const { return labels_.size(0); }
+  const LoaderOptions& options() const { return options_; }
+
+  // The dataset indices in the order epoch `epoch` visits them: a seeded
+  // Fisher-Yates shuffle when training, 0..N-1 otherwise. int64 (N), CPU.
+  at::Tensor order(int64_t epoch) const;
+
+  // Batch `step` (0-based) of epoch `epoch`; any (epoch, step) in any order.
+  Batch batch(int64_t epoch, int64_t step) const;
+
+  // Augmented images in [0, 1] before normalisation (for looking at them).
+  // float (B, C, S, S), with the labels and (when mixing) the soft targets.
+  Batch batch_unnormalized(int64_t epoch, int64_t step) const;
+
+ private:
+  const at::Tensor& cached_order(int64_t epoch) const;
+  // The batch after augmentation: uint8 when only crop/flip ran, else float in [0, 1].
+  Batch assemble(int64_t epoch, int64_t step) const;
+  at::Tensor normalize(const at::Tensor& images) const;
+
+  LoaderOptions options_;
+  at::Tensor images_;  // uint8 (N, C, S, S) on the device
+  at::Tensor labels_;  // int64 (N) on the device
+  int64_t num_classes_ = 0;
+  at::Tensor scale_;                  // float (1, C, 1, 1): 1 / (255 * std)
+  at::Tensor shift_;                  // float (1, C, 1, 1): mean / std
+  mutable int64_t order_epoch_ = -1;  // the epoch whose order is in order_
+  mutable at::Tensor order_;          // int64 (N) on the device
+};
+
+}  // namespace vit::data

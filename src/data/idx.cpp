@@ -1,0 +1,121 @@
+#include "vit/data/idx.hpp"
+
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "vit/data/file_bytes.hpp"
+#include "vit/error.hpp"
+
+namespace vit::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
+constexpr uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
+
+uint32_t big_endian_u32(const std::vector<uint8_t>& bytes, size_t at) {
+  return (uint32_t{bytes[at]} << 24) | (uint32_t{bytes[at + 1]} << 16) |
+         (uint32_t{bytes[at + 2]} << 8) | uint32_t{bytes[at + 3]};
+}
+
+// Reads the header of an IDX file with `dims` dimensions and checks that the
+// payload is exactly their product. Returns the dimensions.
+std::vector<int64_t> check_header(const std::vector<uint8_t>& bytes, const fs::path& file,
+                                  uint32_t magic, size_t dims, const char* what) {
+  const std::string where = file.filename().string();
+  const size_t header = 4 * (1 + dims);
+  if (bytes.size() < 4) {
+    throw Error(where + ": " + std::to_string(bytes.size()) +
+                " bytes is too short for an IDX header (4-byte magic number)");
+  }
+  const uint32_t found = big_endian_u32(bytes, 0);
+  if (found != magic) {
+    throw Error(where + ": bad magic number " + std::to_string(found) + ", expected " +
+                std::to_string(magic) + " (IDX " + what + " file)");
+  }
+  if (bytes.size() < header) {
+    throw Error(where + ": " + std::to_string(bytes.size()) + " bytes is too short for the " +
+                std::to_string(header) + "-byte IDX " + what + " header");
+  }
+  std::vector<int64_t> sizes;
+  unsigned __int128 payload = 1;  // at most three 32-bit factors: cannot overflow
+  std::string shape;
+  for (size_t d = 0; d < dims; ++d) {
+    const uint32_t n = big_endian_u32(bytes, 4 * (1 + d));
+    if (d > 0 && n == 0) throw Error(where + ": dimension " + std::to_string(d) + " is 0");
+    sizes.push_back(n);
+    payload *= n;
+    shape += (d ? " x " : "") + std::to_string(n);
+  }
+  const uint64_t available = bytes.size() - header;
+  if (payload != available) {
+    const std::string expected =
+        payload > UINT64_MAX ? "more" : std::to_string(static_cast<uint64_t>(payload));
+    throw Error(where + ": " + (payload > available ? "truncated, " : "trailing data, ") +
+                std::to_string(available) + " bytes after the " + std::to_string(header) +
+                "-byte header, expected " + expected + " (" + shape + ")");
+  }
+  return sizes;
+}
+
+}  // namespace
+
+at::Tensor read_idx_images(const fs::path& file) {
+  std::vector<uint8_t> bytes = read_maybe_gzipped(file);
+  const auto dims = check_header(bytes, file, kImagesMagic, 3, "images");
+  const int64_t n = dims[0], h = dims[1], w = dims[2];
+  return torch::from_blob(bytes.data() + 16, {n, 1, h, w}, torch::kUInt8).clone();  // (N, 1, H, W)
+}
+
+at::Tensor read_idx_labels(const fs::path& file) {
+  std::vector<uint8_t> bytes = read_maybe_gzipped(file);
+  const auto dims = check_header(bytes, file, kLabelsMagic, 1, "labels");
+  return torch::from_blob(bytes.data() + 8, {dims[0]}, torch::kUInt8).to(torch::kInt64);
+}
+
+fs::path find_idx_file(const fs::path& root, const std::string& stem) {
+  std::string dotted = stem;
+  dotted[dotted.rfind('-', dotted.find("idx"))] = '.';
+  for (const auto& name : {stem, stem + ".gz", dotted, dotted + ".gz"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(root / name, ec)) return root / name;
+  }
+  throw Error((root / stem).string() +
+              "[.gz]: file not found (MNIST-style data needs "
+              "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
+              "t10k-labels-idx1-ubyte, gzipped or not, in data.root)");
+}
+
+DatasetPair load_mnist(const fs::path& root, const std::string& dataset) {
+  std::vector<std::string> classes;
+  if (dataset == "fashion-mnist") {
+    classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+               "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  } else if (dataset == "mnist") {
+    for (int d = 0; d < 10; ++d)
+      classes.push_back(std::to_string(d));
+  } else {
+    throw Error("load_mnist: dataset \"" + dataset + "\" is not mnist or fashion-mnist");
+  }
+  auto read_split = [&](const std::string& prefix) {
+    const fs::path images_file = find_idx_file(root, prefix + "-images-idx3-ubyte");
+    const fs::path labels_file = find_idx_file(root, prefix + "-labels-idx1-ubyte");
+    Dataset split;
+    split.images = read_idx_images(images_file);
+    split.labels = read_idx_labels(labels_file);
+    if (split.images.size(0) != split.labels.size(0)) {
+      throw Error(labels_file.filename().string() + ": " + std::to_string(split.labels.size(0)) +
+                  " labels but " + images_file.filename().string() + " has " +
+                  std::to_string(split.images.size(0)) + " images");
+    }
+    class_counts(split.labels, 10, labels_file.filename().string());
+    split.classes = classes;
+    split.source = images_file.string();
+    return split;
+  };
+  return {read_split("train"), read_split("t10k")};
+}
+
+}  // namespace vit::data

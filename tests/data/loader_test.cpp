@@ -1,0 +1,90 @@
+#include "vit/data/loader.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "vit/error.hpp"
+
+namespace {
+
+// 10 images of 1 x 4 x 4; image i is filled with the value 10 * i, label i % 3.
+vit::data::Dataset tiny_dataset() {
+  vit::data::Dataset data;
+  data.images = (torch::arange(10, torch::kInt64) * 10)
+                    .to(torch::kUInt8)
+                    .view({10, 1, 1, 1})
+                    .expand({10, 1, 4, 4})
+                    .contiguous();
+  data.labels = torch::arange(10, torch::kInt64).remainder(3);
+  data.classes = {"a", "b", "c"};
+  return data;
+}
+
+vit::data::LoaderOptions options(bool train) {
+  vit::data::LoaderOptions o;
+  o.batch_size = 4;
+  o.train = train;
+  o.seed = 7;
+  o.mean = {0.5};
+  o.std = {0.25};
+  o.augment.crop_padding = 0;
+  o.augment.hflip = false;
+  return o;
+}
+
+TEST(BatchLoader, EvalKeepsOrderAndTheLastPartialBatch) {
+  vit::data::BatchLoader loader(tiny_dataset(), options(/*train=*/false));
+  ASSERT_EQ(loader.batches_per_epoch(), 3);
+  const auto last = loader.batch(0, 2);
+  EXPECT_TRUE(torch::equal(last.labels, torch::tensor({2, 0}, torch::kInt64)));  // images 8, 9
+  // (80 / 255 - 0.5) / 0.25 and (90 / 255 - 0.5) / 0.25.
+  EXPECT_NEAR(last.images[0][0][0][0].item<float>(), (80.0 / 255.0 - 0.5) / 0.25, 1e-5);
+  EXPECT_NEAR(last.images[1][0][3][3].item<float>(), (90.0 / 255.0 - 0.5) / 0.25, 1e-5);
+  EXPECT_EQ(last.images.scalar_type(), torch::kFloat32);
+}
+
+TEST(BatchLoader, TrainingDropsThePartialBatchAndShufflesPerEpoch) {
+  vit::data::BatchLoader loader(tiny_dataset(), options(/*train=*/true));
+  EXPECT_EQ(loader.batches_per_epoch(), 2);
+  const auto order0 = loader.order(0);
+  EXPECT_TRUE(torch::equal(std::get<0>(order0.sort()), torch::arange(10, torch::kInt64)));
+  EXPECT_FALSE(torch::equal(order0, loader.order(1)));
+  EXPECT_FALSE(torch::equal(order0, torch::arange(10, torch::kInt64)));
+  // Batch 1 of epoch 0 holds the images at order positions 4..7.
+  const auto batch = loader.batch_unnormalized(0, 1);
+  const auto expected = order0.slice(0, 4, 8).to(torch::kFloat32) * 10.0f / 255.0f;
+  EXPECT_TRUE(torch::allclose(batch.images.select(1, 0).select(1, 0).select(1, 0), expected));
+  EXPECT_THROW(loader.batch(0, 2), vit::Error);
+}
+
+TEST(BatchLoader, BatchesArePureFunctionsOfSeedEpochAndStep) {
+  auto o = options(/*train=*/true);
+  o.augment.crop_padding = 1;
+  o.augment.hflip = true;
+  o.augment.mixup_alpha = 0.5;
+  vit::data::BatchLoader first(tiny_dataset(), o);
+  vit::data::BatchLoader resumed(tiny_dataset(), o);
+  first.batch(0, 0);
+  first.batch(0, 1);
+  const auto a = first.batch(1, 1);
+  const auto b = resumed.batch(1, 1);  // straight to (epoch 1, step 1), like a resumed run
+  EXPECT_TRUE(torch::equal(a.images, b.images));
+  EXPECT_TRUE(torch::equal(a.labels, b.labels));
+  EXPECT_TRUE(torch::equal(a.targets, b.targets));
+  o.seed = 8;
+  vit::data::BatchLoader other(tiny_dataset(), o);
+  EXPECT_FALSE(torch::equal(other.order(1), first.order(1)));
+}
+
+TEST(BatchLoader, RejectsMeanOfTheWrongLength) {
+  auto o = options(false);
+  o.mean = {0.1, 0.2};
+  try {
+    vit::data::BatchLoader loader(tiny_dataset(), o);
+    FAIL() << "no error";
+  } catch (const vit::Error& e) {
+    EXPECT_STREQ(e.what(), "data.mean: 2 values for 1-channel images (give 1 or 1)");
+  }
+}
+
+}  // namespace
