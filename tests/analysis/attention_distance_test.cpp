@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "vit/error.hpp"
+#include "vit/model/vision_transformer.hpp"
 
 namespace vit {
 namespace {
@@ -135,6 +136,29 @@ TEST(AttentionDistance, AccumulatorAveragesOverBatches) {
   EXPECT_EQ(mean.scalar_type(), torch::kDouble);
   EXPECT_TRUE(near(mean, values({(6.4 + 19.2 * kSqrt2) / 3}, {1, 1}), 1e-5)) << mean;
   EXPECT_TRUE(near(mean, values({11.1843}, {1, 1}))) << mean;
+}
+
+// The contract with the model. Every distance lies between 0 and the grid diagonal
+// 4 * 2 * sqrt 2; renormalising divides each query by a patch mass below 1 (the class
+// token takes the rest), so it can only grow the distance.
+TEST(AttentionDistance, AcceptsModelAttention) {
+  torch::manual_seed(0);
+  ModelConfig config;
+  config.image_size = 12;  // 3x3 grid of 4-pixel patches
+  config.dim = 16;
+  config.depth = 3;
+  config.heads = 2;
+  config.mlp_dim = 32;
+  VisionTransformer model(config);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto attentions = model->forward_with_attention(torch::randn({5, 3, 12, 12})).attention;
+  const auto plain = mean_attention_distance(attentions, config.patch_size);
+  const auto renormalized = mean_attention_distance(attentions, config.patch_size, true);
+  ASSERT_EQ(plain.sizes(), (std::vector<int64_t>{5, 3, 2}));
+  EXPECT_GT(plain.min().item<double>(), 0.0);
+  EXPECT_LT(renormalized.max().item<double>(), 8 * kSqrt2);
+  EXPECT_TRUE((renormalized > plain).all().item<bool>());
 }
 
 TEST(AttentionDistance, RejectsBadInputs) {

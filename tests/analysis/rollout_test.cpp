@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "vit/error.hpp"
+#include "vit/model/vision_transformer.hpp"
 
 namespace vit {
 namespace {
@@ -260,6 +261,27 @@ TEST(AttentionRollout, LowPrecisionInputIsComputedInFloat32) {
   EXPECT_EQ(mask.scalar_type(), torch::kFloat);
   EXPECT_TRUE(near(mask, values({1, 0, .5, 0}, {1, 2, 2}))) << mask;
   EXPECT_EQ(rollout_matrix({layer.to(torch::kDouble)}).scalar_type(), torch::kDouble);
+}
+
+// The contract with the model: forward_with_attention's list goes in as it is.
+TEST(AttentionRollout, AcceptsModelAttention) {
+  torch::manual_seed(0);
+  ModelConfig config;
+  config.image_size = 12;  // 3x3 grid of 4-pixel patches, 10 tokens
+  config.dim = 16;
+  config.depth = 2;
+  config.heads = 2;
+  config.mlp_dim = 32;
+  VisionTransformer model(config);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto attentions = model->forward_with_attention(torch::randn({4, 3, 12, 12})).attention;
+  const auto masks = rollout_masks(attentions);
+  ASSERT_EQ(masks.sizes(), (std::vector<int64_t>{4, 3, 3}));
+  EXPECT_TRUE(near(masks.amax({1, 2}), torch::ones({4}, torch::kDouble), 0.0));
+  EXPECT_GT(masks.min().item<double>(), 0.0);  // softmax never gives an exact zero
+  EXPECT_TRUE(near(
+      masks, rollout_masks_from_matrix(rollout_matrix(attentions), RolloutSource::kClassToken)));
 }
 
 TEST(AttentionRollout, RejectsBadInputs) {
