@@ -33,6 +33,12 @@ BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
     throw Error("batch loader: batch size " + std::to_string(options_.batch_size) +
                 " is not positive");
   }
+  if (!data.images.defined() || !data.labels.defined() || data.images.dim() != 4 ||
+      data.labels.size(0) != data.images.size(0)) {
+    throw Error("batch loader: expected uint8 (N, C, H, W) images with N labels, got " +
+                (data.images.defined() ? c10::str(data.images.sizes()) : std::string("no images")) +
+                " from " + (data.source.empty() ? "an unnamed dataset" : data.source));
+  }
   images_ = data.images.to(options_.device).contiguous();
   labels_ = data.labels.to(options_.device);
   num_classes_ = data.num_classes();

@@ -1,0 +1,19 @@
+#pragma once
+// Users' own images: one folder per class.
+//   root/<class>/*.{png,jpg,jpeg,bmp}                  everything is training data
+//   root/train/<class>/...  and  root/test/<class>/... (or root/val/...)  for a test split
+// Classes are the sorted names of the training class folders; a test folder
+// may only use those names. Every image is decoded to `channels` x `side` x `side`.
+#include <cstdint>
+#include <filesystem>
+
+#include "vit/data/image_listing.hpp"
+
+namespace vit::data {
+
+ImageListing list_image_folder(const std::filesystem::path& root, int64_t channels, int64_t side);
+
+DatasetPair load_image_folder(const std::filesystem::path& root, int64_t channels, int64_t side,
+                              const ImageLoadOptions& options);
+
+}  // namespace vit::data

@@ -1,0 +1,76 @@
+#include "vit/data/image_folder.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "vit/error.hpp"
+#include "vit/io/image_io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class ImageFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("vit_folder_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    options_.use_cache = false;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  // A 3 x 4 x 4 PNG filled with (value, value + 1, value + 2).
+  void write(const fs::path& relative, int value) {
+    auto image = torch::tensor({value, value + 1, value + 2}, torch::kUInt8)
+                     .view({3, 1, 1})
+                     .expand({3, 4, 4});
+    vit::io::write_png(root_ / relative, image.contiguous());
+  }
+  fs::path root_;
+  vit::data::ImageLoadOptions options_;
+};
+
+TEST_F(ImageFolderTest, ClassesAreSortedFoldersAndPixelsExact) {
+  write("zebra/b.png", 10);
+  write("zebra/a.png", 20);
+  write("ant/x.png", 30);
+  fs::create_directories(root_ / "ant" / "notes");
+  const auto pair = vit::data::load_image_folder(root_, /*channels=*/3, /*side=*/4, options_);
+  EXPECT_EQ(pair.train.classes, (std::vector<std::string>{"ant", "zebra"}));
+  EXPECT_TRUE(torch::equal(pair.train.labels, torch::tensor({0, 1, 1}, torch::kInt64)));
+  EXPECT_EQ(pair.train.images[1][0][3][3].item<int>(), 20);  // zebra/a.png sorts before b.png
+  EXPECT_EQ(pair.train.images[2][2][0][0].item<int>(), 12);
+  EXPECT_EQ(pair.test.size(), 0);
+  EXPECT_EQ(pair.test.images.sizes(), (std::vector<int64_t>{0, 3, 4, 4}));
+}
+
+TEST_F(ImageFolderTest, TrainAndTestFoldersConvertedToGrayAndResized) {
+  write("train/cat/1.png", 100);
+  write("train/dog/1.png", 50);
+  write("test/dog/9.png", 0);
+  const auto pair = vit::data::load_image_folder(root_, /*channels=*/1, /*side=*/2, options_);
+  ASSERT_EQ(pair.test.images.sizes(), (std::vector<int64_t>{1, 1, 2, 2}));
+  EXPECT_EQ(pair.test.labels[0].item<int64_t>(), 1);
+  // Luma of (100, 101, 102): 0.299 * 100 + 0.587 * 101 + 0.114 * 102 = 100.815 -> 101.
+  EXPECT_EQ(pair.train.images[0][0][1][1].item<int>(), 101);
+}
+
+TEST_F(ImageFolderTest, RejectsUnknownTestClassesAndEmptyFolders) {
+  write("train/cat/1.png", 1);
+  write("train/dog/1.png", 2);
+  write("test/cow/1.png", 3);
+  try {
+    vit::data::load_image_folder(root_, 3, 4, options_);
+    FAIL() << "no error";
+  } catch (const vit::Error& e) {
+    EXPECT_EQ(std::string(e.what()), (root_ / "test" / "cow").string() +
+                                         ": class folder not found among the training classes");
+  }
+  EXPECT_THROW(vit::data::load_image_folder(root_ / "nothing", 3, 4, options_), vit::Error);
+  fs::create_directories(root_ / "empty" / "a");
+  fs::create_directories(root_ / "empty" / "b");
+  EXPECT_THROW(vit::data::load_image_folder(root_ / "empty", 3, 4, options_), vit::Error);
+}
+
+}  // namespace
