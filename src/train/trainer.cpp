@@ -61,7 +61,7 @@ double previous_elapsed(const std::string& run_dir, int64_t up_to_step) {
 
 }  // namespace
 
-Trainer::Trainer(Config config, TrainSplits splits, c10::Device device, std::string run_dir,
+Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
                  std::optional<std::string> resume)
     : config_(std::move(config)),
       splits_(std::move(splits)),
