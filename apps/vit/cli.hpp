@@ -36,7 +36,9 @@ struct Command {
 // inside the callbacks' shared state, so a Cli object owns everything.
 class Cli {
  public:
-  Cli();
+  // register_all = false gives an empty root, so a test can add one command
+  // and inspect the options it fills.
+  explicit Cli(bool register_all = true);
   CLI::App& app() { return app_; }
   // Parses argv; throws CLI::ParseError (use app().exit(e)) on bad flags.
   void parse(int argc, const char* const* argv);
@@ -49,10 +51,5 @@ class Cli {
   CLI::App app_;
   std::vector<Command> commands_;
 };
-
-// One per subcommand file. Each returns the options object it filled, so the
-// tests can check what a command line set.
-struct InfoOptions;
-std::shared_ptr<InfoOptions> register_info(Cli& cli);
 
 }  // namespace vit::cli

@@ -114,9 +114,6 @@ void apply_override(Config& c, const std::string& assignment);
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 Config parse_config_string(const std::string& text, const std::string& source_name);
 
-// The named presets, identical to configs/<name>.json.
-Config preset(const std::string& name);  // cifar10 | tiny-imagenet | mnist | fashion-mnist | ...
-
 // Per-dataset normalisation defaults: (mean, std).
 std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(const std::string& dataset);
 

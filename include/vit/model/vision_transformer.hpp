@@ -98,7 +98,7 @@ class VisionTransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(VisionTransformer);
 
-// Exact parameter count and forward FLOPs (2 per multiply-add) for a config,
+// Exact parameter count and forward FLOPs (multiply-adds, as in timm's tables) for a config,
 // without building the model.
 int64_t count_parameters(const ModelConfig& cfg);
 int64_t forward_flops(const ModelConfig& cfg);

@@ -1,0 +1,85 @@
+// vit info: the architecture, parameter count and FLOPs of a config or checkpoint.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cmd_info.hpp"
+#include "vit/config.hpp"
+#include "vit/error.hpp"
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit::cli {
+
+namespace {
+
+nlohmann::json describe(const Config& c) {
+  const auto& m = c.model;
+  return {{"name", c.name},
+          {"parameters", count_parameters(m)},
+          {"flops_per_image", forward_flops(m)},
+          {"image_size", m.image_size},
+          {"patch_size", m.patch_size},
+          {"channels", m.channels},
+          {"grid", m.grid()},
+          {"tokens", m.num_patches() + 1},
+          {"dim", m.dim},
+          {"depth", m.depth},
+          {"heads", m.heads},
+          {"head_dim", m.head_dim()},
+          {"inner_dim", m.inner_dim()},
+          {"mlp_dim", m.mlp_dim},
+          {"pool", m.pool},
+          {"qkv_bias", m.qkv_bias},
+          {"num_classes", m.num_classes}};
+}
+
+// 86540008 -> "86,540,008"
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
+void print_text(const Config& c) {
+  const auto& m = c.model;
+  std::cout << fmt::format("{}: Vision Transformer\n", c.name)
+            << fmt::format("  input      {}x{}x{} ({} channel{})\n", m.channels, m.image_size, m.image_size,
+                           m.channels, m.channels == 1 ? "" : "s")
+            << fmt::format("  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token = {} tokens\n",
+                           m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
+                           m.num_patches() + 1)
+            << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n", m.dim,
+                           m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
+            << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,
+                           m.qkv_bias ? "on" : "off", m.pool, m.num_classes)
+            << fmt::format("  parameters {}\n", with_commas(count_parameters(m)))
+            << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n", with_commas(forward_flops(m)),
+                           forward_flops(m) / 1e9);
+}
+
+int run_info(const InfoOptions& o) {
+  apply_common_options(o.common);
+  const Config config = load_config(o.config, o.overrides);
+  if (o.json) {
+    std::cout << describe(config).dump(2) << "\n";
+  } else {
+    print_text(config);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<InfoOptions> register_info(Cli& cli) {
+  auto options = std::make_shared<InfoOptions>();
+  auto* cmd = cli.app().add_subcommand("info", "Show a model's architecture, parameter count and FLOPs");
+  cmd->add_option("--config", options->config, "JSON config file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--set", options->overrides, "override a config key, e.g. --set model.depth=8");
+  cmd->add_flag("--json", options->json, "print JSON instead of text");
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options] { return run_info(*options); }});
+  return options;
+}
+
+}  // namespace vit::cli

@@ -1,0 +1,417 @@
+#include "vit/config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "vit/error.hpp"
+
+namespace vit {
+namespace {
+
+using nlohmann::json;
+
+// The single list of config fields: (dotted path, member). Reading, writing,
+// overrides and the unknown-key check all walk this list, so a new field is
+// one line here.
+template <class C, class F>
+void for_each_field(C& c, F&& f) {
+  f("name", c.name);
+  f("seed", c.seed);
+  f("device", c.device);
+  f("threads", c.threads);
+
+  auto& m = c.model;
+  f("model.image_size", m.image_size);
+  f("model.patch_size", m.patch_size);
+  f("model.channels", m.channels);
+  f("model.num_classes", m.num_classes);
+  f("model.dim", m.dim);
+  f("model.depth", m.depth);
+  f("model.heads", m.heads);
+  f("model.dim_head", m.dim_head);
+  f("model.mlp_dim", m.mlp_dim);
+  f("model.pool", m.pool);
+  f("model.qkv_bias", m.qkv_bias);
+  f("model.dropout", m.dropout);
+  f("model.emb_dropout", m.emb_dropout);
+  f("model.attn_dropout", m.attn_dropout);
+  f("model.layer_norm_eps", m.layer_norm_eps);
+
+  auto& d = c.data;
+  f("data.dataset", d.dataset);
+  f("data.root", d.root);
+  f("data.val_size", d.val_size);
+  f("data.mean", d.mean);
+  f("data.std", d.std);
+  f("data.augment.crop_padding", d.augment.crop_padding);
+  f("data.augment.padding_mode", d.augment.padding_mode);
+  f("data.augment.hflip", d.augment.hflip);
+  f("data.augment.randaugment_ops", d.augment.randaugment_ops);
+  f("data.augment.randaugment_magnitude", d.augment.randaugment_magnitude);
+  f("data.augment.mixup_alpha", d.augment.mixup_alpha);
+  f("data.augment.cutmix_alpha", d.augment.cutmix_alpha);
+  f("data.augment.mix_prob", d.augment.mix_prob);
+  f("data.limit_train", d.limit_train);
+  f("data.limit_test", d.limit_test);
+  f("data.skip_corrupt", d.skip_corrupt);
+  f("data.cache_dir", d.cache_dir);
+
+  auto& t = c.train;
+  f("train.batch_size", t.batch_size);
+  f("train.eval_batch_size", t.eval_batch_size);
+  f("train.epochs", t.epochs);
+  f("train.optimizer", t.optimizer);
+  f("train.lr", t.lr);
+  f("train.min_lr", t.min_lr);
+  f("train.momentum", t.momentum);
+  f("train.betas", t.betas);
+  f("train.weight_decay", t.weight_decay);
+  f("train.warmup_epochs", t.warmup_epochs);
+  f("train.label_smoothing", t.label_smoothing);
+  f("train.grad_clip", t.grad_clip);
+  f("train.early_stop_patience", t.early_stop_patience);
+  f("train.early_stop_min_delta", t.early_stop_min_delta);
+  f("train.validate_every", t.validate_every);
+  f("train.precision", t.precision);
+  f("train.log_every_s", t.log_every_s);
+
+  auto& a = c.analysis;
+  f("analysis.head_fusion", a.head_fusion);
+  f("analysis.discard_ratio", a.discard_ratio);
+  f("analysis.rollout_samples", a.rollout_samples);
+  f("analysis.distance_samples", a.distance_samples);
+  f("analysis.renormalize", a.renormalize);
+}
+
+std::vector<std::string> known_paths() {
+  std::vector<std::string> paths;
+  Config c;
+  for_each_field(c, [&](const char* path, auto&) { paths.emplace_back(path); });
+  return paths;
+}
+
+json::json_pointer pointer_of(const std::string& dotted) {
+  std::string p = "/" + dotted;
+  std::replace(p.begin(), p.end(), '.', '/');
+  return json::json_pointer(p);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest valid key among the siblings of `path` (the keys and sections
+// that share its parent), so "model.depht" finds "model.depth" and "modle"
+// finds "model".
+std::string closest_path(const std::string& path) {
+  const auto dot = path.rfind('.');
+  const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot + 1);
+  const std::string leaf = path.substr(parent.size());
+  std::set<std::string> siblings;
+  for (const auto& known : known_paths()) {
+    if (known.compare(0, parent.size(), parent) != 0) continue;
+    const std::string rest = known.substr(parent.size());
+    siblings.insert(rest.substr(0, rest.find('.')));
+  }
+  if (siblings.empty()) return closest_path(parent.substr(0, parent.size() - 1));
+  std::string best;
+  size_t best_score = std::numeric_limits<size_t>::max();
+  for (const auto& sibling : siblings) {
+    const size_t score = edit_distance(leaf, sibling);
+    if (score < best_score) best_score = score, best = sibling;
+  }
+  return parent + best;
+}
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+std::string where_text(const std::string& path, const json& v) {
+  return "config key '" + path + "': got " + type_name(v) + " " + v.dump();
+}
+
+void read_value(const std::string& path, const json& v, std::string& out) {
+  if (!v.is_string()) throw Error(where_text(path, v) + ", expected a string");
+  out = v.get<std::string>();
+}
+void read_value(const std::string& path, const json& v, bool& out) {
+  if (!v.is_boolean()) throw Error(where_text(path, v) + ", expected true or false");
+  out = v.get<bool>();
+}
+void read_value(const std::string& path, const json& v, int64_t& out) {
+  if (!v.is_number_integer()) throw Error(where_text(path, v) + ", expected an integer");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw Error(where_text(path, v) + ", expected an integer below 2^63");
+  out = v.get<int64_t>();
+}
+void read_value(const std::string& path, const json& v, uint64_t& out) {
+  if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+    throw Error(where_text(path, v) + ", expected a non-negative integer");
+  out = v.get<uint64_t>();
+}
+void read_value(const std::string& path, const json& v, double& out) {
+  if (!v.is_number()) throw Error(where_text(path, v) + ", expected a number");
+  out = v.get<double>();
+}
+void read_value(const std::string& path, const json& v, std::vector<double>& out) {
+  if (!v.is_array()) throw Error(where_text(path, v) + ", expected a list of numbers");
+  std::vector<double> values;
+  for (const auto& item : v) {
+    if (!item.is_number()) throw Error(where_text(path, v) + ", expected a list of numbers");
+    values.push_back(item.get<double>());
+  }
+  out = std::move(values);
+}
+
+// Rejects keys that are not config fields, naming the closest valid one.
+void check_known_keys(const json& j, const std::string& prefix, const std::set<std::string>& leaves,
+                      const std::set<std::string>& sections) {
+  if (!j.is_object()) {
+    throw Error("config" + (prefix.empty() ? std::string() : " section '" + prefix + "'") +
+                ": got " + type_name(j) + ", expected a JSON object");
+  }
+  for (const auto& [key, value] : j.items()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (sections.count(path)) {
+      check_known_keys(value, path, leaves, sections);
+    } else if (!leaves.count(path)) {
+      throw Error("unknown config key '" + path + "'; did you mean '" + closest_path(path) + "'?");
+    }
+  }
+}
+
+void check_all_keys(const json& j) {
+  std::set<std::string> leaves, sections;
+  for (const auto& path : known_paths()) {
+    leaves.insert(path);
+    for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
+      sections.insert(path.substr(0, dot));
+  }
+  check_known_keys(j, "", leaves, sections);
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw Error("invalid config: " + message);
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
+  return std::any_of(choices.begin(), choices.end(), [&](const char* c) { return value == c; });
+}
+
+std::string join(std::initializer_list<const char*> choices) {
+  std::string out;
+  for (const char* c : choices) out += (out.empty() ? "" : " | ") + std::string(c);
+  return out;
+}
+
+void require_choice(const std::string& path, const std::string& value,
+                    std::initializer_list<const char*> choices) {
+  require(one_of(value, choices), path + " is " + quoted(value) + ", expected " + join(choices));
+}
+
+void require_fraction(const std::string& path, double value, bool allow_one) {
+  require(value >= 0.0 && (allow_one ? value <= 1.0 : value < 1.0),
+          path + " is " + std::to_string(value) + ", expected a value in [0, 1" +
+              (allow_one ? "]" : ")"));
+}
+
+void validate_model(const ModelConfig& m) {
+  require(m.image_size > 0, "model.image_size is " + std::to_string(m.image_size) + ", expected > 0");
+  require(m.patch_size > 0, "model.patch_size is " + std::to_string(m.patch_size) + ", expected > 0");
+  require(m.image_size % m.patch_size == 0,
+          "model.patch_size " + std::to_string(m.patch_size) + " does not divide model.image_size " +
+              std::to_string(m.image_size));
+  require(m.channels == 1 || m.channels == 3,
+          "model.channels is " + std::to_string(m.channels) + ", expected 1 (gray) or 3 (RGB)");
+  require(m.num_classes >= 2, "model.num_classes is " + std::to_string(m.num_classes) + ", expected >= 2");
+  require(m.dim > 0, "model.dim is " + std::to_string(m.dim) + ", expected > 0");
+  require(m.depth > 0, "model.depth is " + std::to_string(m.depth) + ", expected > 0");
+  require(m.heads > 0, "model.heads is " + std::to_string(m.heads) + ", expected > 0");
+  require(m.dim_head >= 0, "model.dim_head is " + std::to_string(m.dim_head) + ", expected >= 0 (0 = dim / heads)");
+  require(m.dim_head > 0 || m.dim % m.heads == 0,
+          "model.heads " + std::to_string(m.heads) + " does not divide model.dim " + std::to_string(m.dim) +
+              " (set model.dim_head to use another head width)");
+  require(m.mlp_dim > 0, "model.mlp_dim is " + std::to_string(m.mlp_dim) + ", expected > 0");
+  require_choice("model.pool", m.pool, {"cls", "mean"});
+  require_fraction("model.dropout", m.dropout, false);
+  require_fraction("model.emb_dropout", m.emb_dropout, false);
+  require_fraction("model.attn_dropout", m.attn_dropout, false);
+  require(m.layer_norm_eps > 0, "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
+}
+
+void validate_data(const DataConfig& d, int64_t channels) {
+  require_choice("data.dataset", d.dataset,
+                 {"cifar10", "cifar100", "mnist", "fashion-mnist", "tiny-imagenet", "image-folder"});
+  require(!d.root.empty(), "data.root is empty, expected the folder holding the dataset");
+  require(d.val_size >= 0, "data.val_size is " + std::to_string(d.val_size) + ", expected >= 0");
+  for (const auto* key : {"mean", "std"}) {
+    const auto& values = std::string(key) == "mean" ? d.mean : d.std;
+    require(int64_t(values.size()) == channels,
+            "data." + std::string(key) + " has " + std::to_string(values.size()) +
+                " values, expected one per channel (model.channels = " + std::to_string(channels) + ")");
+  }
+  for (double s : d.std) require(s > 0, "data.std holds " + std::to_string(s) + ", expected every value > 0");
+  const auto& a = d.augment;
+  require(a.crop_padding >= 0, "data.augment.crop_padding is " + std::to_string(a.crop_padding) + ", expected >= 0");
+  require_choice("data.augment.padding_mode", a.padding_mode, {"zeros", "reflect"});
+  require(a.randaugment_ops >= 0, "data.augment.randaugment_ops is " + std::to_string(a.randaugment_ops) + ", expected >= 0");
+  require(a.randaugment_magnitude >= 0 && a.randaugment_magnitude <= 30,
+          "data.augment.randaugment_magnitude is " + std::to_string(a.randaugment_magnitude) + ", expected 0..30");
+  require(a.mixup_alpha >= 0, "data.augment.mixup_alpha is " + std::to_string(a.mixup_alpha) + ", expected >= 0");
+  require(a.cutmix_alpha >= 0, "data.augment.cutmix_alpha is " + std::to_string(a.cutmix_alpha) + ", expected >= 0");
+  require_fraction("data.augment.mix_prob", a.mix_prob, true);
+  require(d.limit_train >= 0, "data.limit_train is " + std::to_string(d.limit_train) + ", expected >= 0 (0 = all)");
+  require(d.limit_test >= 0, "data.limit_test is " + std::to_string(d.limit_test) + ", expected >= 0 (0 = all)");
+}
+
+void validate_train(const TrainConfig& t) {
+  require(t.batch_size > 0, "train.batch_size is " + std::to_string(t.batch_size) + ", expected > 0");
+  require(t.eval_batch_size >= 0, "train.eval_batch_size is " + std::to_string(t.eval_batch_size) + ", expected >= 0");
+  require(t.epochs > 0, "train.epochs is " + std::to_string(t.epochs) + ", expected > 0");
+  require_choice("train.optimizer", t.optimizer, {"adamw", "sgd"});
+  require(t.lr > 0, "train.lr is " + std::to_string(t.lr) + ", expected > 0");
+  require(t.min_lr >= 0 && t.min_lr <= t.lr,
+          "train.min_lr is " + std::to_string(t.min_lr) + ", expected 0 <= min_lr <= lr");
+  require_fraction("train.momentum", t.momentum, false);
+  require(t.betas.size() == 2 && t.betas[0] >= 0 && t.betas[0] < 1 && t.betas[1] >= 0 && t.betas[1] < 1,
+          "train.betas must be two values in [0, 1)");
+  require(t.weight_decay >= 0, "train.weight_decay is " + std::to_string(t.weight_decay) + ", expected >= 0");
+  require(t.warmup_epochs >= 0, "train.warmup_epochs is " + std::to_string(t.warmup_epochs) + ", expected >= 0");
+  require_fraction("train.label_smoothing", t.label_smoothing, false);
+  require(t.grad_clip >= 0, "train.grad_clip is " + std::to_string(t.grad_clip) + ", expected >= 0 (0 = off)");
+  require(t.early_stop_patience >= 0,
+          "train.early_stop_patience is " + std::to_string(t.early_stop_patience) + ", expected >= 0 (0 = off)");
+  require(t.early_stop_min_delta >= 0,
+          "train.early_stop_min_delta is " + std::to_string(t.early_stop_min_delta) + ", expected >= 0");
+  require(t.validate_every >= 0,
+          "train.validate_every is " + std::to_string(t.validate_every) + ", expected >= 0 (0 = every epoch)");
+  require_choice("train.precision", t.precision, {"fp32", "bf16", "fp16"});
+  require(t.log_every_s > 0, "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
+}
+
+void validate_analysis(const AnalysisConfig& a) {
+  require_choice("analysis.head_fusion", a.head_fusion, {"mean", "max", "min"});
+  require_fraction("analysis.discard_ratio", a.discard_ratio, false);
+  require(a.rollout_samples > 0, "analysis.rollout_samples is " + std::to_string(a.rollout_samples) + ", expected > 0");
+  require(a.distance_samples > 0,
+          "analysis.distance_samples is " + std::to_string(a.distance_samples) + ", expected > 0");
+}
+
+}  // namespace
+
+void Config::validate() const {
+  require(!name.empty(), "name is empty, expected a run name such as \"cifar10\"");
+  require(threads >= 0, "threads is " + std::to_string(threads) + ", expected >= 0 (0 = all cores)");
+  require(!device.empty(), "device is empty, expected auto | cpu | cuda | cuda:N");
+  validate_model(model);
+  validate_data(data, model.channels);
+  validate_train(train);
+  validate_analysis(analysis);
+}
+
+json config_to_json(const Config& c) {
+  json j = json::object();
+  for_each_field(c, [&](const char* path, const auto& value) { j[pointer_of(path)] = value; });
+  return j;
+}
+
+std::string config_to_json_string(const Config& c) { return config_to_json(c).dump(2) + "\n"; }
+
+Config config_from_json(const json& j) {
+  check_all_keys(j);
+  Config c;
+  for_each_field(c, [&](const char* path, auto& value) {
+    const auto pointer = pointer_of(path);
+    if (j.contains(pointer)) read_value(path, j.at(pointer), value);
+  });
+  // A config that changes the dataset but not the normalisation gets that
+  // dataset's statistics instead of CIFAR-10's.
+  const bool has_mean = j.contains(pointer_of("data.mean"));
+  const bool has_std = j.contains(pointer_of("data.std"));
+  if (!has_mean || !has_std) {
+    auto [mean, stdev] = dataset_norm_defaults(c.data.dataset);
+    if (!has_mean) c.data.mean = mean;
+    if (!has_std) c.data.std = stdev;
+  }
+  return c;
+}
+
+void apply_override(Config& c, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--set '" + assignment + "': expected KEY=VALUE, e.g. --set model.depth=8");
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  bool found = false;
+  for_each_field(c, [&](const char* path, auto& value) {
+    if (key != path) return;
+    found = true;
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::string>) {
+      value = text;
+    } else {
+      const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded())
+        throw Error("--set " + key + ": '" + text + "' is not a valid value (use JSON: 8, 0.5, true, [0.5, 0.5])");
+      read_value(key, parsed, value);
+    }
+  });
+  if (!found) throw Error("--set: unknown config key '" + key + "'; did you mean '" + closest_path(key) + "'?");
+}
+
+Config parse_config_string(const std::string& text, const std::string& source_name) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(source_name + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  try {
+    return config_from_json(j);
+  } catch (const Error& e) {
+    throw Error(source_name + ": " + e.what());
+  }
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open config file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  Config c = parse_config_string(buffer.str(), path);
+  for (const auto& assignment : overrides) apply_override(c, assignment);
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return c;
+}
+
+std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(const std::string& dataset) {
+  if (dataset == "cifar100") return {{0.5071, 0.4865, 0.4409}, {0.2673, 0.2564, 0.2762}};
+  if (dataset == "mnist") return {{0.1307}, {0.3081}};
+  if (dataset == "fashion-mnist") return {{0.2860}, {0.3530}};
+  if (dataset == "tiny-imagenet") return {{0.4802, 0.4481, 0.3975}, {0.2770, 0.2691, 0.2821}};
+  if (dataset == "image-folder") return {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
+  return {{0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616}};  // CIFAR-10
+}
+
+}  // namespace vit

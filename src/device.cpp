@@ -1,0 +1,45 @@
+#include "vit/device.hpp"
+
+#include <regex>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "vit/error.hpp"
+
+namespace vit {
+
+c10::Device resolve_device(const std::string& spec) {
+  const bool has_cuda = torch::cuda::is_available();
+  if (spec == "auto") return has_cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  if (spec == "cpu") return c10::Device(c10::kCPU);
+  static const std::regex cuda_pattern(R"(cuda(?::(\d{1,4}))?)");
+  std::smatch match;
+  if (!std::regex_match(spec, match, cuda_pattern))
+    throw Error("--device '" + spec + "': expected auto | cpu | cuda | cuda:N");
+  if (!has_cuda)
+    throw Error("--device " + spec +
+                ": CUDA is not available (this LibTorch build or machine has no GPU); use --device cpu");
+  const int index = match[1].matched ? std::stoi(match[1].str()) : 0;
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count)
+    throw Error("--device " + spec + ": there is no CUDA device " + std::to_string(index) + " (found " +
+                std::to_string(count) + ")");
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+int set_threads(int64_t requested) {
+  if (requested < 0) throw Error("--threads " + std::to_string(requested) + ": expected >= 0 (0 = all cores)");
+  // Debian's LibTorch starts with one thread; say how many we want.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = requested == 0 ? cores : static_cast<int>(requested);
+  torch::set_num_threads(threads);
+  return threads;
+}
+
+void seed_everything(uint64_t seed) {
+  torch::manual_seed(seed);
+  if (torch::cuda::is_available()) torch::cuda::manual_seed_all(seed);
+}
+
+}  // namespace vit

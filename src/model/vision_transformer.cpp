@@ -1,0 +1,203 @@
+// Shape key: B batch, C channels, S image side, g grid side, N = g*g + 1 tokens,
+// D width, H heads, Dh head width, I = H*Dh, M MLP width, K classes.
+#include "vit/model/vision_transformer.hpp"
+
+#include <cmath>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+namespace vit {
+namespace {
+
+// Truncated normal on [-2 std, 2 std] by inverting the normal CDF, as timm's
+// trunc_normal_ does; LibTorch's C++ API has no trunc_normal_.
+void trunc_normal_(torch::Tensor& t, double std) {
+  torch::NoGradGuard no_grad;
+  const double bound = std::erf(2.0 / std::sqrt(2.0));  // 2*Phi(2) - 1
+  t.uniform_(-bound, bound).erfinv_().mul_(std * std::sqrt(2.0)).clamp_(-2.0 * std, 2.0 * std);
+}
+
+torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.dim}).eps(cfg.layer_norm_eps));
+}
+
+}  // namespace
+
+PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
+  proj = register_module(
+      "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(cfg.channels, cfg.dim, cfg.patch_size)
+                                    .stride(cfg.patch_size)));
+}
+
+torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
+  return proj(x)               // (B, D, g, g)
+      .flatten(/*start_dim=*/2)  // (B, D, g*g)
+      .transpose(1, 2);        // (B, g*g, D)
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& cfg)
+    : heads_(cfg.heads), head_dim_(cfg.head_dim()), attn_dropout_(cfg.attn_dropout) {
+  qkv = register_module(
+      "qkv", torch::nn::Linear(torch::nn::LinearOptions(cfg.dim, 3 * cfg.inner_dim()).bias(cfg.qkv_bias)));
+  proj = register_module("proj", torch::nn::Linear(cfg.inner_dim(), cfg.dim));
+  attn_drop = register_module("attn_drop", torch::nn::Dropout(cfg.attn_dropout));
+  proj_drop = register_module("proj_drop", torch::nn::Dropout(cfg.dropout));
+}
+
+std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
+  const int64_t B = x.size(0), N = x.size(1);
+  return qkv(x)                                  // (B, N, 3*I)
+      .reshape({B, N, 3, heads_, head_dim_})     // (B, N, 3, H, Dh)
+      .permute({2, 0, 3, 1, 4})                  // (3, B, H, N, Dh)
+      .unbind(0);                                // q, k, v: (B, H, N, Dh)
+}
+
+torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
+  const int64_t B = x.size(0), N = x.size(2);
+  return proj_drop(proj(x.transpose(1, 2)                       // (B, N, H, Dh)
+                            .reshape({B, N, heads_ * head_dim_})));  // (B, N, I) -> (B, N, D)
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(const torch::Tensor& x) {
+  const auto qkv_heads = split_heads(x);
+  const auto& q = qkv_heads[0];
+  const auto& k = qkv_heads[1];
+  const auto& v = qkv_heads[2];
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  // The softmax runs in fp32 even under bf16 autocast, so the probabilities
+  // handed to the analyses sum to 1 at full precision.
+  auto attn = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, /*dim=*/-1,
+                             torch::kFloat);                                  // (B, H, N, N)
+  auto out = torch::matmul(attn_drop(attn).to(v.scalar_type()), v);          // (B, H, N, Dh)
+  return {merge_heads(out), attn};
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+#if TORCH_VERSION_MAJOR >= 2
+  const auto qkv_heads = split_heads(x);
+  auto out = at::scaled_dot_product_attention(qkv_heads[0], qkv_heads[1], qkv_heads[2],
+                                              /*attn_mask=*/{},
+                                              /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
+                                              /*is_causal=*/false);  // (B, H, N, Dh)
+  return merge_heads(out);
+#else
+  return forward_with_attention(x).first;
+#endif
+}
+
+MlpImpl::MlpImpl(const ModelConfig& cfg) {
+  fc1 = register_module("fc1", torch::nn::Linear(cfg.dim, cfg.mlp_dim));
+  fc2 = register_module("fc2", torch::nn::Linear(cfg.mlp_dim, cfg.dim));
+  drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return drop(fc2(drop(torch::gelu(fc1(x)))));  // (B, N, M) inside, (B, N, D) out
+}
+
+BlockImpl::BlockImpl(const ModelConfig& cfg) {
+  norm1 = register_module("norm1", make_norm(cfg));
+  attn = register_module("attn", Attention(cfg));
+  norm2 = register_module("norm2", make_norm(cfg));
+  mlp = register_module("mlp", Mlp(cfg));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
+  auto x = input + attn(norm1(input));
+  return x + mlp(norm2(x));
+}
+
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(const torch::Tensor& input) {
+  auto [attended, probs] = attn->forward_with_attention(norm1(input));
+  auto x = input + attended;
+  return {x + mlp(norm2(x)), probs};
+}
+
+VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
+  patch_embed = register_module("patch_embed", PatchEmbed(cfg));
+  cls_token = register_parameter("cls_token", torch::zeros({1, 1, cfg.dim}));
+  pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.num_patches() + 1, cfg.dim}));
+  pos_drop = register_module("pos_drop", torch::nn::Dropout(cfg.emb_dropout));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg.depth; ++i) blocks->push_back(Block(cfg));
+  norm = register_module("norm", make_norm(cfg));
+  head = register_module("head", torch::nn::Linear(cfg.dim, cfg.num_classes));
+  init_weights();
+}
+
+void VisionTransformerImpl::init_weights() {
+  // timm's scheme: truncated normal(0.02) for linear weights and the two
+  // embeddings, zero biases, LayerNorm weight 1. The patch convolution keeps
+  // PyTorch's default (timm does the same for its patch embedding).
+  torch::NoGradGuard no_grad;
+  trunc_normal_(cls_token, 0.02);
+  trunc_normal_(pos_embed, 0.02);
+  for (auto& module : modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      trunc_normal_(linear->weight, 0.02);
+      if (linear->bias.defined()) linear->bias.zero_();
+    } else if (auto* layer_norm = module->as<torch::nn::LayerNorm>()) {
+      layer_norm->weight.fill_(1.0);
+      layer_norm->bias.zero_();
+    }
+  }
+}
+
+torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
+  auto patches = patch_embed(images);                                  // (B, g*g, D)
+  auto cls = cls_token.expand({patches.size(0), -1, -1});              // (B, 1, D)
+  return pos_drop(torch::cat({cls.to(patches.scalar_type()), patches}, /*dim=*/1) + pos_embed);  // (B, N, D)
+}
+
+torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
+  auto x = norm(tokens);                                                       // (B, N, D)
+  auto pooled = cfg_.pool == "mean" ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
+                                    : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
+  return head(pooled);                                                         // (B, K)
+}
+
+torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
+  auto x = embed(images);
+  for (const auto& block : *blocks) x = block->as<Block>()->forward(x);
+  return classify(x);
+}
+
+LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Tensor& images) {
+  LogitsAndAttention out;
+  auto x = embed(images);
+  for (const auto& block : *blocks) {
+    auto [next, probs] = block->as<Block>()->forward_with_attention(x);
+    x = next;
+    out.attention.push_back(probs);
+  }
+  out.logits = classify(x);
+  return out;
+}
+
+int64_t count_parameters(const ModelConfig& cfg) {
+  const int64_t D = cfg.dim, I = cfg.inner_dim(), M = cfg.mlp_dim;
+  const int64_t patch = cfg.channels * cfg.patch_size * cfg.patch_size * D + D;
+  const int64_t embeddings = D + (cfg.num_patches() + 1) * D;
+  const int64_t norm = 2 * D;
+  const int64_t attention = D * 3 * I + (cfg.qkv_bias ? 3 * I : 0) + I * D + D;
+  const int64_t mlp = D * M + M + M * D + D;
+  const int64_t block = 2 * norm + attention + mlp;
+  const int64_t head = D * cfg.num_classes + cfg.num_classes;
+  return patch + embeddings + cfg.depth * block + norm + head;
+}
+
+int64_t forward_flops(const ModelConfig& cfg) {
+  // One FLOP per multiply-add of the matrix products, the convention of the
+  // ViT paper's and timm's tables (ViT-B/16: 17.6 GFLOPs). Norms, softmax and
+  // GELU are a few percent and left out, as is customary.
+  const int64_t D = cfg.dim, I = cfg.inner_dim(), M = cfg.mlp_dim;
+  const int64_t P = cfg.num_patches(), N = P + 1;
+  const int64_t patch = P * cfg.channels * cfg.patch_size * cfg.patch_size * D;
+  const int64_t attention = N * D * 3 * I + 2 * N * N * I + N * I * D;  // qkv, QK^T and AV, proj
+  const int64_t mlp = 2 * N * D * M;
+  const int64_t head = D * cfg.num_classes;
+  return patch + cfg.depth * (attention + mlp) + head;
+}
+
+}  // namespace vit
