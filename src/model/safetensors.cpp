@@ -12,6 +12,7 @@
 #include <limits>
 #include <new>
 
+#include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"

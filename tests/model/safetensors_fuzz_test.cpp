@@ -144,7 +144,9 @@ class Mutator {
       header["__metadata__"] = pick(2) ? nlohmann::json{{"k", "v"}} : random_value();
     }
     const std::string text = header.dump();
-    std::vector<uint8_t> bytes(8 + text.size() + offset + pick(3) - 1);
+    // The data section is exact, a byte short or a byte long.
+    const uint64_t data_size = offset + pick(2) - std::min<uint64_t>(offset, pick(2));
+    std::vector<uint8_t> bytes(8 + text.size() + data_size);
     std::copy(text.begin(), text.end(), bytes.begin() + 8);
     for (size_t i = 8 + text.size(); i < bytes.size(); ++i) {
       bytes[i] = static_cast<uint8_t>(pick(256));

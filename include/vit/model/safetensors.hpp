@@ -33,7 +33,10 @@ constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 at::ScalarType safetensors_dtype(const std::string& name);
 std::string safetensors_dtype_name(at::ScalarType dtype);
 
-// Reads a whole file with one read. Errors name `path`.
+// Reads and checks the header, then reads the whole data section with one
+// read into one aligned buffer that the tensors share without copying (a
+// tensor that starts misaligned for its dtype gets its own copy). Any tensor
+// still held keeps that buffer alive. Errors name `path`.
 SafetensorsContents read_safetensors(const std::string& path);
 // Parses bytes already in memory. Errors name `source_name`. The tensors are
 // copies; `data` may be freed afterwards.
