@@ -13,6 +13,7 @@
 #include "model_inputs.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/data/load.hpp"
+#include "vit/error.hpp"
 #include "vit/data/loader.hpp"
 #include "vit/io/confusion.hpp"
 #include "vit/io/grid.hpp"
