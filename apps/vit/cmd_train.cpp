@@ -39,6 +39,7 @@ Config resolve_config(const TrainOptions& o) {
 void log_to_file(const std::string& path) {
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
   spdlog::default_logger()->sinks().push_back(file_sink);
+  spdlog::flush_on(spdlog::level::info);  // a crash must not lose the last lines
 }
 
 void draw_curves(const std::string& run_dir) {
