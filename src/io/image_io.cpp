@@ -1,6 +1,7 @@
 #include "vit/io/image_io.hpp"
 
 #include <fstream>
+#include <limits>
 #include <system_error>
 
 #include <ATen/Parallel.h>
@@ -14,7 +15,17 @@
 namespace vit::io {
 namespace {
 
+constexpr int64_t kMaxSide = 16384;  // pixels; far above any model input, well inside cv::Mat's int
+
+void check_side(int64_t side, const std::string& where) {
+  if (side > kMaxSide) {
+    throw Error(where + ": asked for side " + std::to_string(side) + ", expected at most " +
+                std::to_string(kMaxSide));
+  }
+}
+
 void check_request(int64_t channels, int64_t side, const std::string& where) {
+  check_side(side, where);
   if (channels != 1 && channels != 3) {
     throw Error(where + ": asked for " + std::to_string(channels) +
                 " channels, expected 1 (gray) or 3 (RGB)");
@@ -57,6 +68,9 @@ at::Tensor decode_image(const uint8_t* data, size_t size, int64_t channels, int6
                         const std::string& name) {
   check_request(channels, side, name);
   if (data == nullptr || size == 0) throw Error(name + ": empty file, expected an image");
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw Error(name + ": " + std::to_string(size) + " bytes, expected an image file under 2 GiB");
+  }
   cv::Mat decoded;
   try {
     // The buffer is only read; the const_cast satisfies cv::Mat's constructor.
@@ -98,6 +112,7 @@ at::Tensor resize_batch(const at::Tensor& images, int64_t side) {
   if (side <= 0) {
     throw Error("resize_batch: side " + std::to_string(side) + ", expected a positive size");
   }
+  check_side(side, "resize_batch");
   const int64_t height = images.size(2);
   const int64_t width = images.size(3);
   if (height == side && width == side) return images;

@@ -4,16 +4,21 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
 #include <opencv2/imgcodecs.hpp>
+#include "picture_checks.hpp"
 
 #include "vit/error.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
+
+using vit::io::testing::expect_error;
 
 class ImageIoTest : public ::testing::Test {
  protected:
@@ -34,17 +39,6 @@ class ImageIoTest : public ::testing::Test {
 
   fs::path dir_;
 };
-
-// Expects `fn` to throw vit::Error whose message contains `needle`.
-template <typename Fn>
-void expect_error(Fn fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no vit::Error thrown, expected one containing: " << needle;
-  } catch (const vit::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 TEST_F(ImageIoTest, ReadsRgbAndGrayExactly) {
   // Row 0: pure red, green, blue; row 1: black, white, (10, 20, 30) RGB.
@@ -146,6 +140,26 @@ TEST_F(ImageIoTest, DecodesFromMemory) {
                "memory.bmp: empty file");
 }
 
+TEST_F(ImageIoTest, DecodesFromManyThreadsAtOnce) {
+  cv::Mat bgr(40, 30, CV_8UC3);
+  cv::randu(bgr, cv::Scalar::all(0), cv::Scalar::all(256));
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(cv::imencode(".png", bgr, bytes));
+  const at::Tensor expected = vit::io::decode_image(bytes, 3, 32, "random.png");
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        mismatches[t] += !torch::equal(vit::io::decode_image(bytes, 3, 32, "random.png"), expected);
+      }
+    });
+  }
+  for (std::thread& thread : threads)
+    thread.join();
+  EXPECT_EQ(mismatches, (std::vector<int>{0, 0, 0, 0}));
+}
+
 TEST_F(ImageIoTest, RejectsMissingCorruptAndBadRequests) {
   const fs::path missing = dir_ / "missing.png";
   expect_error([&] { vit::io::read_image(missing, 3, 32); }, missing.string() + ": no such file");
@@ -159,6 +173,8 @@ TEST_F(ImageIoTest, RejectsMissingCorruptAndBadRequests) {
   expect_error([&] { vit::io::read_image(empty, 3, 32); }, empty.string() + ": empty file");
 
   expect_error([&] { vit::io::read_image(dir_, 3, 32); }, "is a folder");
+  expect_error([&] { vit::io::read_image(corrupt, 3, 100000); },
+               "asked for side 100000, expected at most 16384");
   expect_error([&] { vit::io::read_image(corrupt, 2, 32); },
                "asked for 2 channels, expected 1 (gray) or 3 (RGB)");
 }
