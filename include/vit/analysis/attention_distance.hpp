@@ -1,0 +1,58 @@
+#pragma once
+// Mean attention distance (ViT paper, Fig. 7 right): for each layer and head, how
+// far in pixels a patch looks, on average, weighted by its attention.
+//
+// Shape key:  L layers, B batch, H heads, N = 1 + g*g tokens (class token first,
+//             patches in row-major grid order), P = g*g patches.
+//
+// For one image, layer and head with attention A (N,N):
+//   W = A[1:, 1:]               class-token row and column dropped, not renormalised
+//                               (as in the ViT authors' code); with `renormalize`
+//                               each row is divided by its own sum instead
+//   distance = mean over queries q of sum_k W[q,k] * D[q,k]
+// A query row without patch attention contributes 0, also when renormalising.
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace vit {
+
+// D[q,k] = patch_size * Euclidean distance between the grid cells of patches q and
+// k, (P,P). Throws vit::Error unless grid >= 1 and patch_size >= 1.
+torch::Tensor patch_distance_matrix(int64_t grid, int64_t patch_size,
+                                    const torch::TensorOptions& options = torch::kFloat);
+
+// Distance in pixels per image, layer and head: (B,L,H). float64 for float64 input,
+// else float32, on the input's device. Throws vit::Error for shapes
+// check_attention_shapes rejects, patch_size < 1, or a negative or non-finite entry.
+torch::Tensor mean_attention_distance(const std::vector<torch::Tensor>& attentions,
+                                      int64_t patch_size, bool renormalize = false);
+
+// (B,L,H) -> (L,H): the mean over images.
+torch::Tensor average_over_images(const torch::Tensor& per_image);
+
+// Running mean over many batches, e.g. 128 images fed 32 at a time.
+class AttentionDistanceAccumulator {
+ public:
+  explicit AttentionDistanceAccumulator(int64_t patch_size, bool renormalize = false);
+
+  // Adds every image of one batch. Layers, heads and grid must match earlier batches.
+  void add(const std::vector<torch::Tensor>& attentions);
+  // (L,H) float64 on the CPU; throws vit::Error before the first add.
+  torch::Tensor mean() const;
+
+  int64_t images() const { return images_; }
+  int64_t grid() const { return grid_; }  // 0 before the first add
+  int64_t patch_size() const { return patch_size_; }
+  bool renormalize() const { return renormalize_; }
+
+ private:
+  int64_t patch_size_;
+  bool renormalize_;
+  torch::Tensor sum_;  // (L,H) float64 on the CPU: the sum over images
+  int64_t images_ = 0;
+  int64_t grid_ = 0;
+};
+
+}  // namespace vit

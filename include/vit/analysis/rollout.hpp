@@ -1,0 +1,74 @@
+#pragma once
+// Attention rollout (Abnar & Zuidema, 2020): how much each patch feeds the
+// class token (or the patch tokens) once attention is followed through all layers.
+//
+// Shape key:  L layers, B batch, H heads, N = 1 + g*g tokens (token 0 is the class
+//             token, patches follow in row-major grid order), P = g*g patches.
+//
+// Input everywhere: the per-layer attention probabilities of
+// VisionTransformer::forward_with_attention, one (B,H,N,N) tensor per layer.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace vit {
+
+// How one layer's heads become one (B,N,N) matrix.
+enum class HeadFusion { kMean, kMax, kMin };
+
+// "mean" | "max" | "min"; anything else throws vit::Error listing the choices.
+HeadFusion parse_head_fusion(const std::string& text);
+std::string head_fusion_name(HeadFusion fusion);  // the text parse_head_fusion reads
+
+// Which row of the rollout matrix becomes the map.
+enum class RolloutSource {
+  kClassToken,  // R[0, 1:]: for pool "cls", the class token is what the head reads
+  kPatchMean,   // mean over rows 1..N-1 of R[:, 1:]: for pool "mean"
+};
+std::string rollout_source_name(RolloutSource source);  // "class_token" | "patch_mean"
+
+struct RolloutOptions {
+  HeadFusion fusion = HeadFusion::kMean;
+  // Per sample and layer, the k = floor(discard_ratio * P*P) smallest patch-to-patch
+  // entries (rows and columns 1..N-1) of the fused matrix are set to zero; the class
+  // token's row and column are never touched. Ties go by position: among equal
+  // values the earlier entry in row-major order is dropped first. In [0, 1).
+  double discard_ratio = 0.0;
+  RolloutSource source = RolloutSource::kClassToken;
+};
+
+// The full rollout R = M_L ... M_1 with M_l = rownorm(fuse(A_l) + I), where rownorm
+// divides every row by its own sum. (B,N,N); float64 for float64 input, else float32,
+// on the input's device. Throws vit::Error for shapes check_attention_shapes rejects,
+// a discard ratio outside [0, 1), or a fused layer with a negative or non-finite entry
+// (the same for rollout_masks).
+torch::Tensor rollout_matrix(const std::vector<torch::Tensor>& attentions,
+                             const RolloutOptions& options = {});
+
+// One map per image, each divided by its own maximum: (B,g,g), values in [0, 1].
+// A map with no positive entry (e.g. identity attention with the class-token
+// source) is all zeros. Computes only the needed row of R, never the full product.
+torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
+                            const RolloutOptions& options = {});
+
+// The maps of an already computed rollout matrix (B,N,N) -> (B,g,g).
+torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSource source);
+
+// The shape shared by every layer of an attention list.
+struct AttentionShape {
+  int64_t layers = 0, batch = 0, heads = 0, tokens = 0, grid = 0;
+};
+
+// Checks the shapes every analysis needs, throwing vit::Error: a non-empty list of
+// (B,H,N,N) floating-point tensors of one shape, dtype and device, B, H >= 1, and
+// N - 1 a perfect square. `where` starts each message.
+AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentions,
+                                      const std::string& where);
+
+// Throws vit::Error naming the first tensor with a negative or non-finite entry. One
+// pass over each tensor and a single device sync for the list.
+void check_attention_values(const std::vector<torch::Tensor>& attentions, const std::string& where);
+
+}  // namespace vit

@@ -1,0 +1,29 @@
+#pragma once
+// Evaluation of a model on a whole split: loss, accuracy, per-class accuracy,
+// the confusion matrix and every image's loss (for "worst images" pictures).
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "vit/data/loader.hpp"
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit {
+
+struct EvalResult {
+  double loss = 0;               // mean cross-entropy (no label smoothing)
+  double accuracy = 0;           // fraction in [0, 1]
+  int64_t count = 0;             // images evaluated
+  at::Tensor per_class_accuracy; // float64 (K); NaN for a class with no images
+  at::Tensor confusion;          // int64 (K, K): rows true class, columns predicted
+  at::Tensor losses;             // float (N): each image's loss, in loader order
+  at::Tensor predictions;        // int64 (N)
+  at::Tensor labels;             // int64 (N)
+};
+
+// `loader` must be an evaluation loader (train = false). Runs in eval mode
+// under no_grad, with autocast for "bf16"/"fp16". Leaves the model in eval mode.
+EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
+                    const std::string& precision);
+
+}  // namespace vit

@@ -1,0 +1,38 @@
+#pragma once
+// metrics.jsonl and metrics.csv: one record per validation, appended and
+// flushed at once so a crash loses nothing that was validated.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vit {
+
+struct ValidationRecord {
+  int64_t step = 0;            // optimizer steps done
+  double epoch = 0;            // fractional epochs done
+  double train_loss = 0;       // mean training loss since the previous record
+  double train_acc = 0;        // mean training accuracy since the previous record (hard labels)
+  double val_loss = 0;
+  double val_acc = 0;          // fraction in [0, 1]
+  double best_val_acc = 0;
+  double lr = 0;
+  double images_per_sec = 0;   // training throughput since the previous record
+  double elapsed_s = 0;        // wall time since the run started (resumed runs continue the count)
+};
+
+class MetricsLog {
+ public:
+  // Opens (creating if needed) DIR/metrics.jsonl and DIR/metrics.csv. Records
+  // with step > keep_up_to_step are dropped first: a resumed run rewrites what
+  // came after its checkpoint. keep_up_to_step < 0 starts both files afresh.
+  MetricsLog(const std::string& dir, int64_t keep_up_to_step);
+  void append(const ValidationRecord& record);
+
+  // Reads every record of a metrics.jsonl (for curves.png).
+  static std::vector<ValidationRecord> read(const std::string& jsonl_path);
+
+ private:
+  std::string jsonl_path_, csv_path_;
+};
+
+}  // namespace vit

@@ -1,0 +1,82 @@
+#pragma once
+// The training loop: AdamW/SGD with warmup + cosine, label smoothing, gradient
+// clipping, mixed precision, validation every epoch or every N steps, early
+// stopping, best.pt/last.pt checkpoints, metrics.jsonl/csv, clean stops on
+// SIGINT/SIGTERM, exact resume, and a final test of best.pt.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "vit/config.hpp"
+#include "vit/data/dataset.hpp"
+#include "vit/data/loader.hpp"
+#include "vit/model/vision_transformer.hpp"
+#include "vit/model/checkpoint.hpp"
+#include "vit/train/early_stopping.hpp"
+#include "vit/train/evaluate.hpp"
+#include "vit/train/precision.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace vit {
+
+struct TrainSplits {
+  data::Dataset train;  // after the validation hold-out and limits
+  data::Dataset val;    // used for early stopping and model selection
+  data::Dataset test;   // used once, at the end; may be empty
+};
+
+struct TrainSummary {
+  std::string stop_reason;   // "patience exhausted", "epochs done", "interrupted", "already finished"
+  int64_t steps = 0;
+  double epochs = 0;         // fractional epochs trained
+  double best_val_acc = 0;
+  int64_t best_step = 0;
+  std::optional<EvalResult> test;  // best.pt on the test split; absent when interrupted or no test split
+  double train_seconds = 0;  // wall time of this invocation's training loop
+};
+
+class Trainer {
+ public:
+  // run_dir receives best.pt, last.pt, metrics.jsonl, metrics.csv and summary.json.
+  // resume: a last.pt (or best.pt) to continue from.
+  Trainer(Config config, TrainSplits splits, c10::Device device, std::string run_dir,
+          std::optional<std::string> resume = {});
+  ~Trainer();
+
+  TrainSummary fit();
+
+  VisionTransformer& model() { return model_; }
+
+ private:
+  struct StepResult {
+    double loss;
+    int64_t correct;
+    int64_t count;
+  };
+  StepResult train_step(const data::Batch& batch);
+  bool validation_due(int64_t step) const;
+  CheckpointMeta meta(bool finished, const std::string& stop_reason) const;
+  void save(const std::string& name, bool finished, const std::string& stop_reason);
+  std::optional<EvalResult> test_best();
+  void write_summary(const TrainSummary& summary) const;
+
+  Config config_;
+  TrainSplits splits_;
+  c10::Device device_;
+  std::string run_dir_;
+  std::optional<std::string> resume_;
+  VisionTransformer model_{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
+  EarlyStopping early_stopping_;
+  LossScaler scaler_;
+  int64_t step_ = 0;
+  int64_t steps_per_epoch_ = 0;
+};
+
+}  // namespace vit

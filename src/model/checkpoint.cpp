@@ -1,0 +1,143 @@
+#include "vit/model/checkpoint.hpp"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "vit/error.hpp"
+
+namespace vit {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+LoadedModel load_pt(const std::string& path, const std::optional<std::string>& config_path) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": not a readable vit checkpoint (" + first_line(e.what_without_backtrace()) + ")");
+  }
+  c10::IValue meta_value;
+  if (!archive.try_read(kMetaKey, meta_value) || !meta_value.isString())
+    throw Error(path + ": not a vit checkpoint (no '" + std::string(kMetaKey) + "' record)");
+  const CheckpointMeta meta = meta_from_json(meta_value.toStringRef(), path);
+  if (config_path) {
+    const auto diffs = architecture_differences(load_config(*config_path).model, meta.config.model);
+    if (!diffs.empty())
+      throw Error(path + ": architecture differs from " + *config_path + " (" + diffs.front() + ")");
+  }
+  LoadedModel loaded{VisionTransformer(meta.config.model), meta.config, meta.class_names, path};
+  torch::serialize::InputArchive model_archive;
+  try {
+    archive.read(kModelKey, model_archive);
+    loaded.model->load(model_archive);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": damaged model weights (" + first_line(e.what_without_backtrace()) + ")");
+  }
+  // Module::load swaps tensors in without a shape check; verify them here.
+  const VisionTransformer reference(meta.config.model);
+  const auto expected = reference->named_parameters();
+  for (const auto& p : loaded.model->named_parameters()) {
+    const auto& want = expected[p.key()];
+    if (p.value().sizes() != want.sizes())
+      throw Error(path + ": " + p.key() + ": expected " + c10::str(want.sizes()) + ", file has " +
+                  c10::str(p.value().sizes()));
+  }
+  return loaded;
+}
+
+// Filled in with the safetensors reader.
+LoadedModel load_safetensors_model(const std::string& path, const std::optional<std::string>&) {
+  throw Error(path + ": reading .safetensors is not available yet");
+}
+
+}  // namespace
+
+// Fields that fix the tensors' shapes; a config that differs in any of them
+// describes another architecture.
+std::vector<std::string> architecture_differences(const ModelConfig& a, const ModelConfig& b) {
+  std::vector<std::string> diffs;
+  const auto check = [&](const char* name, auto x, auto y) {
+    if (x != y) diffs.push_back(std::string(name) + " " + std::to_string(x) + " vs " + std::to_string(y));
+  };
+  check("image_size", a.image_size, b.image_size);
+  check("patch_size", a.patch_size, b.patch_size);
+  check("channels", a.channels, b.channels);
+  check("num_classes", a.num_classes, b.num_classes);
+  check("dim", a.dim, b.dim);
+  check("depth", a.depth, b.depth);
+  check("heads", a.heads, b.heads);
+  check("head_dim", a.head_dim(), b.head_dim());
+  check("mlp_dim", a.mlp_dim, b.mlp_dim);
+  check("qkv_bias", int(a.qkv_bias), int(b.qkv_bias));
+  if (a.pool != b.pool) diffs.push_back("pool " + a.pool + " vs " + b.pool);
+  return diffs;
+}
+
+std::string meta_to_json(const CheckpointMeta& meta) {
+  return json{{"format_version", meta.format_version},
+              {"config", config_to_json(meta.config)},
+              {"class_names", meta.class_names},
+              {"epoch", meta.epoch},
+              {"step", meta.step},
+              {"best_metric", meta.best_metric},
+              {"best_step", meta.best_step},
+              {"validations_since_best", meta.validations_since_best},
+              {"finished", meta.finished},
+              {"stop_reason", meta.stop_reason}}
+      .dump();
+}
+
+CheckpointMeta meta_from_json(const std::string& text, const std::string& source) {
+  CheckpointMeta meta;
+  try {
+    const json j = json::parse(text);
+    meta.format_version = j.at("format_version").get<int64_t>();
+    if (meta.format_version != kCheckpointFormatVersion)
+      throw Error(source + ": checkpoint format version " + std::to_string(meta.format_version) +
+                  ", this vit reads version " + std::to_string(kCheckpointFormatVersion));
+    meta.config = config_from_json(j.at("config"));
+    meta.config.validate();
+    meta.class_names = j.at("class_names").get<std::vector<std::string>>();
+    meta.epoch = j.at("epoch").get<int64_t>();
+    meta.step = j.at("step").get<int64_t>();
+    meta.best_metric = j.at("best_metric").get<double>();
+    meta.best_step = j.at("best_step").get<int64_t>();
+    meta.validations_since_best = j.at("validations_since_best").get<int64_t>();
+    meta.finished = j.at("finished").get<bool>();
+    meta.stop_reason = j.at("stop_reason").get<std::string>();
+  } catch (const json::exception& e) {
+    throw Error(source + ": damaged checkpoint metadata (" + std::string(e.what()) + ")");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    throw Error(what.rfind(source, 0) == 0 ? what : source + ": " + what);
+  }
+  if (static_cast<int64_t>(meta.class_names.size()) != meta.config.model.num_classes)
+    throw Error(source + ": " + std::to_string(meta.class_names.size()) + " class names for " +
+                std::to_string(meta.config.model.num_classes) + " classes");
+  return meta;
+}
+
+LoadedModel load_model(const std::string& path, const std::optional<std::string>& config_path) {
+  if (!fs::exists(path)) throw Error(path + ": checkpoint not found");
+  if (fs::path(path).extension() == ".safetensors") return load_safetensors_model(path, config_path);
+  LoadedModel loaded = load_pt(path, config_path);
+  loaded.model->eval();
+  return loaded;
+}
+
+std::string resolve_checkpoint_path(const std::optional<std::string>& given, const std::string& runs_dir) {
+  if (given) return *given;
+  const fs::path latest = fs::path(runs_dir) / "latest" / "best.pt";
+  if (!fs::exists(latest))
+    throw Error("no --checkpoint given and " + latest.string() +
+                " does not exist; train a model first (vit train --config FILE) or pass --checkpoint");
+  return latest.string();
+}
+
+}  // namespace vit

@@ -1,0 +1,78 @@
+#include "vit/train/checkpoint.hpp"
+
+#include <torch/torch.h>
+
+#include "vit/atomic_write.hpp"
+#include "vit/error.hpp"
+
+namespace vit {
+namespace {
+
+constexpr const char* kOptimizerKey = "optimizer";
+constexpr const char* kCpuRngKey = "rng_cpu";
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+torch::serialize::InputArchive open_archive(const std::string& path) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": not a readable vit checkpoint (" + first_line(e.what_without_backtrace()) + ")");
+  }
+  return archive;
+}
+
+CheckpointMeta read_meta(torch::serialize::InputArchive& archive, const std::string& path) {
+  c10::IValue meta;
+  if (!archive.try_read(kMetaKey, meta) || !meta.isString())
+    throw Error(path + ": not a vit checkpoint (no '" + std::string(kMetaKey) + "' record)");
+  return meta_from_json(meta.toStringRef(), path);
+}
+
+}  // namespace
+
+void save_training_checkpoint(const std::string& path, VisionTransformer& model,
+                              const torch::optim::Optimizer& optimizer, const CheckpointMeta& meta) {
+  write_atomically(path, [&](const std::string& temp) {
+    torch::serialize::OutputArchive archive;
+    archive.write(kMetaKey, c10::IValue(meta_to_json(meta)));
+    torch::serialize::OutputArchive model_archive, optimizer_archive;
+    model->save(model_archive);
+    archive.write(kModelKey, model_archive);
+    optimizer.save(optimizer_archive);
+    archive.write(kOptimizerKey, optimizer_archive);
+    archive.write(kCpuRngKey, at::detail::getDefaultCPUGenerator().get_state());
+    archive.save_to(temp);
+  });
+}
+
+CheckpointMeta read_checkpoint_meta(const std::string& path) {
+  auto archive = open_archive(path);
+  return read_meta(archive, path);
+}
+
+CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransformer& model,
+                                           torch::optim::Optimizer& optimizer) {
+  auto archive = open_archive(path);
+  CheckpointMeta meta = read_meta(archive, path);
+  const auto diffs = architecture_differences(model->config(), meta.config.model);
+  if (!diffs.empty())
+    throw Error(path + ": the checkpoint's architecture differs from the model's (" + diffs.front() + ")");
+  try {
+    torch::serialize::InputArchive model_archive, optimizer_archive;
+    archive.read(kModelKey, model_archive);
+    model->load(model_archive);
+    archive.read(kOptimizerKey, optimizer_archive);
+    optimizer.load(optimizer_archive);
+    torch::Tensor rng_state;
+    archive.read(kCpuRngKey, rng_state);
+    auto generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(rng_state);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": damaged training state (" + first_line(e.what_without_backtrace()) + ")");
+  }
+  return meta;
+}
+
+}  // namespace vit

@@ -1,0 +1,47 @@
+#include "vit/train/evaluate.hpp"
+
+#include <torch/torch.h>
+
+#include "vit/train/precision.hpp"
+
+namespace vit {
+
+EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
+                    const std::string& precision) {
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const c10::Device device = loader.options().device;
+  std::vector<torch::Tensor> losses, predictions, labels;
+  for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+    const auto batch = loader.batch(/*epoch=*/0, step);
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(precision, device);
+      logits = model->forward(batch.images);
+    }
+    logits = logits.to(torch::kFloat);  // (B, K)
+    losses.push_back(torch::nn::functional::cross_entropy(
+                         logits, batch.labels,
+                         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                         .cpu());
+    predictions.push_back(logits.argmax(/*dim=*/1).cpu());
+    labels.push_back(batch.labels.cpu());
+  }
+  EvalResult r;
+  r.losses = losses.empty() ? torch::zeros({0}) : torch::cat(losses);
+  r.predictions = predictions.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(predictions);
+  r.labels = labels.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(labels);
+  r.count = r.labels.size(0);
+  r.confusion = torch::bincount(r.labels * num_classes + r.predictions, /*weights=*/{},
+                                /*minlength=*/num_classes * num_classes)
+                    .reshape({num_classes, num_classes});  // (K, K)
+  if (r.count > 0) {
+    r.loss = r.losses.to(torch::kDouble).mean().item<double>();
+    r.accuracy = r.predictions.eq(r.labels).to(torch::kDouble).mean().item<double>();
+  }
+  const auto per_class_total = r.confusion.sum(/*dim=*/1).to(torch::kDouble);
+  r.per_class_accuracy = r.confusion.diagonal().to(torch::kDouble) / per_class_total;  // NaN if empty
+  return r;
+}
+
+}  // namespace vit

@@ -1,0 +1,257 @@
+#include "vit/train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "vit/atomic_write.hpp"
+#include "vit/error.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/lr_schedule.hpp"
+#include "vit/train/metrics_log.hpp"
+#include "vit/train/optimizer.hpp"
+#include "vit/train/progress.hpp"
+#include "vit/train/stop_signal.hpp"
+
+namespace vit {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Cross-entropy against soft targets (B, K) from mixup/cutmix, with the same
+// label smoothing as the hard-label loss.
+torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor& targets, double smoothing) {
+  const auto k = static_cast<double>(logits.size(1));
+  const auto smoothed = targets * (1.0 - smoothing) + smoothing / k;            // (B, K)
+  return -(smoothed * torch::log_softmax(logits, /*dim=*/1)).sum(/*dim=*/1).mean();
+}
+
+data::LoaderOptions loader_options(const Config& c, c10::Device device, bool train) {
+  data::LoaderOptions o;
+  o.batch_size = train ? c.train.batch_size
+                       : (c.train.eval_batch_size > 0 ? c.train.eval_batch_size : 2 * c.train.batch_size);
+  o.train = train;
+  o.seed = c.seed;
+  o.device = device;
+  o.mean = c.data.mean;
+  o.std = c.data.std;
+  o.augment = c.data.augment;
+  return o;
+}
+
+// Elapsed seconds recorded by the run so far (for resumed runs).
+double previous_elapsed(const std::string& run_dir, int64_t up_to_step) {
+  const auto path = run_dir + "/metrics.jsonl";
+  if (!fs::exists(path)) return 0.0;
+  double elapsed = 0.0;
+  for (const auto& r : MetricsLog::read(path))
+    if (r.step <= up_to_step) elapsed = r.elapsed_s;
+  return elapsed;
+}
+
+}  // namespace
+
+Trainer::Trainer(Config config, TrainSplits splits, c10::Device device, std::string run_dir,
+                 std::optional<std::string> resume)
+    : config_(std::move(config)),
+      splits_(std::move(splits)),
+      device_(device),
+      run_dir_(std::move(run_dir)),
+      resume_(std::move(resume)),
+      early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
+      scaler_(config_.train.precision == "fp16") {
+  if (splits_.train.num_classes() != config_.model.num_classes)
+    throw Error(fmt::format("the dataset has {} classes but model.num_classes is {}", splits_.train.num_classes(),
+                            config_.model.num_classes));
+  if (splits_.val.size() == 0)
+    throw Error("the validation split is empty; set data.val_size > 0 (early stopping and best.pt need it)");
+  torch::manual_seed(config_.seed);
+  model_ = VisionTransformer(config_.model);
+  model_->to(device_);
+  optimizer_ = make_optimizer(model_, config_.train);
+  train_loader_ = std::make_unique<data::BatchLoader>(splits_.train, loader_options(config_, device_, true));
+  val_loader_ = std::make_unique<data::BatchLoader>(splits_.val, loader_options(config_, device_, false));
+  steps_per_epoch_ = train_loader_->batches_per_epoch();
+  if (steps_per_epoch_ == 0)
+    throw Error(fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
+                            splits_.train.size(), config_.train.batch_size));
+}
+
+Trainer::~Trainer() = default;
+
+bool Trainer::validation_due(int64_t step) const {
+  const int64_t every = config_.train.validate_every > 0 ? config_.train.validate_every : steps_per_epoch_;
+  return step % every == 0 || step == config_.train.epochs * steps_per_epoch_;
+}
+
+Trainer::StepResult Trainer::train_step(const data::Batch& batch) {
+  model_->train();
+  optimizer_->zero_grad();
+  torch::Tensor logits;
+  {
+    AutocastScope autocast(config_.train.precision, device_);
+    logits = model_->forward(batch.images);
+  }
+  logits = logits.to(torch::kFloat);  // (B, K); the loss is computed in fp32
+  const double smoothing = config_.train.label_smoothing;
+  const auto loss = batch.targets.defined()
+                        ? soft_target_loss(logits, batch.targets, smoothing)
+                        : torch::nn::functional::cross_entropy(
+                              logits, batch.labels,
+                              torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
+  const double loss_value = loss.item<double>();
+  if (!std::isfinite(loss_value)) {
+    const auto last = fs::path(run_dir_) / "last.pt";
+    throw Error(fmt::format("training loss is {} at step {} (epoch {}); stopping. {}", loss_value, step_ + 1,
+                            step_ / steps_per_epoch_ + 1,
+                            fs::exists(last) ? "The last good checkpoint is " + last.string()
+                                             : std::string("No checkpoint was written before it")));
+  }
+  scaler_.scale(loss).backward();
+  const auto parameters = model_->parameters();
+  const bool finite = scaler_.unscale(parameters);
+  if (finite) {
+    if (config_.train.grad_clip > 0) torch::nn::utils::clip_grad_norm_(parameters, config_.train.grad_clip);
+    optimizer_->step();
+  }
+  scaler_.update(finite);
+  const int64_t correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum().item<int64_t>();
+  return {loss_value, correct, batch.labels.size(0)};
+}
+
+CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) const {
+  CheckpointMeta m;
+  m.config = config_;
+  m.class_names = splits_.train.classes;
+  m.step = step_;
+  m.epoch = step_ / steps_per_epoch_;
+  m.best_metric = early_stopping_.best();
+  m.best_step = early_stopping_.best_step();
+  m.validations_since_best = early_stopping_.since_best();
+  m.finished = finished;
+  m.stop_reason = stop_reason;
+  return m;
+}
+
+void Trainer::save(const std::string& name, bool finished, const std::string& stop_reason) {
+  save_training_checkpoint(run_dir_ + "/" + name, model_, *optimizer_, meta(finished, stop_reason));
+}
+
+TrainSummary Trainer::fit() {
+  fs::create_directories(run_dir_);
+  TrainSummary summary;
+  const int64_t total_steps = config_.train.epochs * steps_per_epoch_;
+  if (resume_) {
+    const CheckpointMeta m = restore_training_checkpoint(*resume_, model_, *optimizer_);
+    step_ = m.step;
+    early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best, /*has_best=*/m.best_step > 0);
+    spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", *resume_, step_,
+                 step_ / steps_per_epoch_ + 1, m.best_metric);
+    if (m.finished) summary.stop_reason = "already finished (" + m.stop_reason + ")";
+  }
+  MetricsLog metrics(run_dir_, resume_ ? step_ : -1);
+  const double elapsed_before = resume_ ? previous_elapsed(run_dir_, step_) : 0.0;
+  const auto start = Clock::now();
+  Progress progress(Progress::stderr_is_terminal(), config_.train.log_every_s);
+
+  double loss_sum = 0, train_seconds = 0;
+  int64_t correct = 0, seen = 0, steps_since_record = 0;
+  const int64_t first_step = step_;
+  while (summary.stop_reason.empty() && step_ < total_steps) {
+    const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
+    if (in_epoch == 0 || step_ == first_step) progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
+    const auto step_start = Clock::now();
+    const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
+    set_learning_rate(*optimizer_, lr);
+    const auto result = train_step(train_loader_->batch(epoch, in_epoch));
+    ++step_;
+    train_seconds += seconds_since(step_start);
+    loss_sum += result.loss;
+    correct += result.correct;
+    seen += result.count;
+    ++steps_since_record;
+    progress.update(in_epoch + 1, loss_sum / steps_since_record, seen / std::max(train_seconds, 1e-9), lr);
+
+    if (validation_due(step_)) {
+      progress.clear();
+      const EvalResult val = evaluate(model_, *val_loader_, config_.model.num_classes, config_.train.precision);
+      const bool improved = early_stopping_.update(val.accuracy, step_);
+      ValidationRecord r;
+      r.step = step_;
+      r.epoch = double(step_) / double(steps_per_epoch_);
+      r.train_loss = loss_sum / steps_since_record;
+      r.train_acc = double(correct) / double(seen);
+      r.val_loss = val.loss;
+      r.val_acc = val.accuracy;
+      r.best_val_acc = early_stopping_.best();
+      r.lr = lr;
+      r.images_per_sec = seen / std::max(train_seconds, 1e-9);
+      r.elapsed_s = elapsed_before + seconds_since(start);
+      metrics.append(r);
+      spdlog::info("step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | {:.0f} img/s",
+                   r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
+                   improved ? " (best)" : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
+                                                      early_stopping_.best_step()),
+                   r.images_per_sec);
+      if (early_stopping_.should_stop()) summary.stop_reason = "patience exhausted";
+      const bool finished = !summary.stop_reason.empty() || step_ == total_steps;
+      if (improved) save("best.pt", finished, summary.stop_reason);
+      save("last.pt", finished, finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
+      loss_sum = 0;
+      correct = seen = steps_since_record = 0;
+      train_seconds = 0;
+    }
+    if (summary.stop_reason.empty() && stop_requested()) {
+      progress.clear();
+      summary.stop_reason = "interrupted";
+      save("last.pt", /*finished=*/false, "");
+    }
+  }
+  progress.clear();
+  if (summary.stop_reason.empty()) summary.stop_reason = "epochs done";
+  summary.steps = step_;
+  summary.epochs = double(step_) / double(steps_per_epoch_);
+  summary.best_val_acc = early_stopping_.best();
+  summary.best_step = early_stopping_.best_step();
+  summary.train_seconds = seconds_since(start);
+  if (summary.stop_reason != "interrupted") summary.test = test_best();
+  write_summary(summary);
+  return summary;
+}
+
+std::optional<EvalResult> Trainer::test_best() {
+  if (splits_.test.size() == 0) return std::nullopt;
+  const auto best = run_dir_ + "/best.pt";
+  if (!fs::exists(best)) return std::nullopt;
+  // best.pt's weights go into a separate model, so the trainer's own state
+  // (the last step's weights) stays as it is.
+  const LoadedModel loaded = load_model(best);
+  auto model = loaded.model;
+  model->to(device_);
+  const data::BatchLoader test_loader(splits_.test, loader_options(config_, device_, false));
+  return evaluate(model, test_loader, config_.model.num_classes, config_.train.precision);
+}
+
+void Trainer::write_summary(const TrainSummary& s) const {
+  nlohmann::json j = {{"stop_reason", s.stop_reason}, {"steps", s.steps},
+                      {"epochs", s.epochs},           {"best_val_acc", s.best_val_acc},
+                      {"best_step", s.best_step},     {"train_seconds", s.train_seconds}};
+  if (s.test) {
+    j["test_acc"] = s.test->accuracy;
+    j["test_loss"] = s.test->loss;
+    j["test_images"] = s.test->count;
+  }
+  write_text_atomically(run_dir_ + "/summary.json", j.dump(2) + "\n");
+}
+
+}  // namespace vit

@@ -1,0 +1,158 @@
+#include "vit/train/trainer.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "synthetic.hpp"
+#include "vit/error.hpp"
+#include "vit/train/metrics_log.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/stop_signal.hpp"
+
+namespace vit {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::set_num_threads(1);  // bit-identical reductions between runs
+    dir_ = fs::temp_directory_path() / ("vit_trainer_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    clear_stop_request();
+  }
+  void TearDown() override {
+    clear_stop_request();
+    fs::remove_all(dir_);
+  }
+  std::string run(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
+  Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("a"));
+  const TrainSummary s = trainer.fit();
+  EXPECT_EQ(s.stop_reason, "epochs done");
+  EXPECT_EQ(s.steps, 6 * 12);  // 192 images / batch 16 = 12 steps per epoch
+  const auto records = MetricsLog::read(run("a") + "/metrics.jsonl");
+  ASSERT_EQ(records.size(), 6u);  // one validation per epoch
+  EXPECT_LT(records.back().train_loss, records.front().train_loss);
+  EXPECT_GT(records.back().val_acc, 0.9);  // chance is 0.25
+  ASSERT_TRUE(s.test.has_value());
+  EXPECT_GT(s.test->accuracy, 0.9);
+  EXPECT_EQ(s.test->count, 64);
+  for (const char* file : {"best.pt", "last.pt", "metrics.jsonl", "metrics.csv", "summary.json"})
+    EXPECT_TRUE(fs::exists(run("a") + "/" + file)) << file;
+  std::ifstream csv(run("a") + "/metrics.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s");
+}
+
+TEST_F(TrainerTest, ValidatesEveryNStepsAndAtTheEnd) {
+  Config c = testing::texture_config();
+  c.train.epochs = 1;
+  c.train.validate_every = 5;
+  Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("b"));
+  trainer.fit();
+  std::vector<int64_t> steps;
+  for (const auto& r : MetricsLog::read(run("b") + "/metrics.jsonl")) steps.push_back(r.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{5, 10, 12}));
+}
+
+TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
+  const Config c = testing::texture_config();
+  Trainer straight(c, testing::texture_splits(), c10::kCPU, run("straight"));
+  const TrainSummary expected = straight.fit();
+
+  // Stop after the first step (mid-epoch), then resume to the end.
+  Trainer first(c, testing::texture_splits(), c10::kCPU, run("resumed"));
+  request_stop();
+  const TrainSummary interrupted = first.fit();
+  EXPECT_EQ(interrupted.stop_reason, "interrupted");
+  EXPECT_EQ(interrupted.steps, 1);
+  EXPECT_FALSE(interrupted.test.has_value());
+  clear_stop_request();
+
+  Trainer second(c, testing::texture_splits(), c10::kCPU, run("resumed"), run("resumed") + "/last.pt");
+  const TrainSummary finished = second.fit();
+  EXPECT_EQ(finished.stop_reason, "epochs done");
+  EXPECT_EQ(finished.steps, expected.steps);
+  EXPECT_DOUBLE_EQ(finished.best_val_acc, expected.best_val_acc);
+  ASSERT_TRUE(finished.test && expected.test);
+  EXPECT_NEAR(finished.test->loss, expected.test->loss, 1e-6);
+
+  const auto a = MetricsLog::read(run("straight") + "/metrics.jsonl");
+  const auto b = MetricsLog::read(run("resumed") + "/metrics.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].step, b[i].step);
+    EXPECT_NEAR(a[i].val_loss, b[i].val_loss, 1e-6) << "validation " << i;
+  }
+}
+
+TEST_F(TrainerTest, ResumingAFinishedRunTrainsNoFurther) {
+  Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("c"));
+  const TrainSummary done = trainer.fit();
+  Trainer again(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("c"), run("c") + "/last.pt");
+  const TrainSummary s = again.fit();
+  EXPECT_EQ(s.stop_reason, "already finished (epochs done)");
+  EXPECT_EQ(s.steps, done.steps);
+  EXPECT_EQ(MetricsLog::read(run("c") + "/metrics.jsonl").size(), 6u);
+}
+
+TEST_F(TrainerTest, EarlyStoppingEndsTheRunAndKeepsTheBest) {
+  Config c = testing::texture_config();
+  c.train.lr = 1e-9;  // nothing improves after the first validation
+  c.train.min_lr = 0;
+  c.train.epochs = 20;
+  c.train.early_stop_patience = 2;
+  c.train.early_stop_min_delta = 0.5;
+  Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("d"));
+  const TrainSummary s = trainer.fit();
+  EXPECT_EQ(s.stop_reason, "patience exhausted");
+  EXPECT_EQ(s.steps, 3 * 12);  // validations 1 (best), 2 and 3 (no improvement) -> stop
+  EXPECT_EQ(s.best_step, 12);
+  EXPECT_EQ(read_checkpoint_meta(run("d") + "/best.pt").step, 12);
+  const auto last = read_checkpoint_meta(run("d") + "/last.pt");
+  EXPECT_EQ(last.step, 36);
+  EXPECT_TRUE(last.finished);
+  EXPECT_EQ(last.stop_reason, "patience exhausted");
+}
+
+TEST_F(TrainerTest, NonFiniteLossStopsWithTheStep) {
+  Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("e"));
+  {
+    torch::NoGradGuard no_grad;
+    trainer.model()->head->bias.fill_(std::numeric_limits<float>::quiet_NaN());
+  }
+  try {
+    trainer.fit();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "training loss is -nan at step 1 (epoch 1); stopping. No checkpoint was written before it");
+  }
+}
+
+TEST_F(TrainerTest, RejectsADatasetThatDoesNotFitTheModel) {
+  Config c = testing::texture_config();
+  c.model.num_classes = 10;
+  try {
+    Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("f"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the dataset has 4 classes but model.num_classes is 10");
+  }
+  c = testing::texture_config();
+  c.train.batch_size = 1000;
+  EXPECT_THROW(Trainer(c, testing::texture_splits(), c10::kCPU, run("f")), Error);
+}
+
+}  // namespace
+}  // namespace vit

@@ -1,0 +1,233 @@
+// The trainer's small parts: schedule, early stopping, atomic writes,
+// checkpoints, metrics log and the runs/latest link.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "synthetic.hpp"
+#include "vit/atomic_write.hpp"
+#include "vit/error.hpp"
+#include "vit/model/checkpoint.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/early_stopping.hpp"
+#include "vit/train/lr_schedule.hpp"
+#include "vit/train/metrics_log.hpp"
+#include "vit/train/optimizer.hpp"
+#include "vit/train/run_dir.hpp"
+
+namespace vit {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("vit_parts_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(LearningRate, WarmsUpLinearlyThenFollowsTheCosine) {
+  TrainConfig t;
+  t.lr = 1e-3;
+  t.min_lr = 1e-5;
+  t.epochs = 10;
+  t.warmup_epochs = 2;
+  // 10 steps per epoch: warmup is steps 0..19, the cosine covers steps 20..100.
+  EXPECT_DOUBLE_EQ(learning_rate(t, 0, 10), 1e-3 / 20);
+  EXPECT_DOUBLE_EQ(learning_rate(t, 19, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(t, 20, 10), 1e-3);
+  EXPECT_NEAR(learning_rate(t, 60, 10), (1e-3 + 1e-5) / 2, 1e-15);
+  EXPECT_NEAR(learning_rate(t, 100, 10), 1e-5, 1e-15);
+  t.warmup_epochs = 0;
+  EXPECT_DOUBLE_EQ(learning_rate(t, 0, 10), 1e-3);
+}
+
+TEST(EarlyStopping, StopsAfterPatienceValidationsWithoutImprovement) {
+  EarlyStopping stopping(/*patience=*/3, /*min_delta=*/0.0);
+  const std::vector<double> accuracies = {0.50, 0.60, 0.60, 0.59, 0.61, 0.61, 0.60, 0.61, 0.70};
+  std::vector<bool> improved;
+  int stopped_at = -1;
+  for (size_t i = 0; i < accuracies.size(); ++i) {
+    improved.push_back(stopping.update(accuracies[i], static_cast<int64_t>(i + 1)));
+    if (stopping.should_stop()) {
+      stopped_at = static_cast<int>(i + 1);
+      break;
+    }
+  }
+  EXPECT_EQ(improved, (std::vector<bool>{true, true, false, false, true, false, false, false}));
+  EXPECT_EQ(stopped_at, 8);  // validations 6, 7, 8 did not beat 0.61
+  EXPECT_DOUBLE_EQ(stopping.best(), 0.61);
+  EXPECT_EQ(stopping.best_step(), 5);
+}
+
+TEST(EarlyStopping, MinDeltaAndZeroPatience) {
+  EarlyStopping strict(/*patience=*/1, /*min_delta=*/0.05);
+  EXPECT_TRUE(strict.update(0.5, 1));
+  EXPECT_FALSE(strict.update(0.55, 2));  // not better by more than 0.05
+  EXPECT_TRUE(strict.should_stop());
+  EarlyStopping never(/*patience=*/0, /*min_delta=*/0.0);
+  for (int i = 0; i < 100; ++i) never.update(0.1, i);
+  EXPECT_FALSE(never.should_stop());
+}
+
+TEST(AtomicWrite, AFailedWriteLeavesNoPartialFile) {
+  const auto dir = fresh_dir("atomic");
+  const std::string target = (dir / "last.pt").string();
+  write_text_atomically(target, "good");
+  try {
+    write_atomically(target, [](const std::string& temp) {
+      std::ofstream(temp) << "half a checkp";
+      throw std::runtime_error("disk full");
+    });
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), target + ": write failed (disk full)");
+  }
+  std::ifstream in(target);
+  std::string content;
+  std::getline(in, content);
+  EXPECT_EQ(content, "good");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temp file left
+  fs::remove_all(dir);
+}
+
+TEST(AtomicWrite, AnUnwritableFolderIsAClearError) {
+  EXPECT_THROW(write_text_atomically("/proc/vit-cannot-write-here/x.json", "{}"), Error);
+}
+
+TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
+  const auto dir = fresh_dir("ckpt");
+  const Config c = testing::texture_config();
+  torch::manual_seed(0);
+  VisionTransformer model(c.model);
+  auto optimizer = make_optimizer(model, c.train);
+  // One real step so the optimizer has state (AdamW's moments).
+  auto loss = model->forward(torch::randn({4, 1, 8, 8})).sum();
+  loss.backward();
+  optimizer->step();
+  CheckpointMeta meta;
+  meta.config = c;
+  meta.class_names = {"a", "b", "c", "d"};
+  meta.step = 123;
+  meta.epoch = 4;
+  meta.best_metric = 0.75;
+  meta.best_step = 100;
+  const std::string path = (dir / "last.pt").string();
+  save_training_checkpoint(path, model, *optimizer, meta);
+
+  torch::manual_seed(99);
+  VisionTransformer other(c.model);
+  auto other_optimizer = make_optimizer(other, c.train);
+  const CheckpointMeta back = restore_training_checkpoint(path, other, *other_optimizer);
+  EXPECT_EQ(back.step, 123);
+  EXPECT_EQ(back.epoch, 4);
+  EXPECT_DOUBLE_EQ(back.best_metric, 0.75);
+  EXPECT_EQ(back.class_names, meta.class_names);
+  EXPECT_EQ(config_to_json_string(back.config), config_to_json_string(c));
+  const auto a = model->named_parameters(), b = other->named_parameters();
+  for (const auto& p : a) EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
+  const auto& state_a = optimizer->state();
+  const auto& state_b = other_optimizer->state();
+  ASSERT_EQ(state_a.size(), state_b.size());
+  const auto first = model->parameters()[0];
+  const auto key = c10::guts::to_string(first.unsafeGetTensorImpl());
+  const auto& adam_a = static_cast<const torch::optim::AdamWParamState&>(*state_a.at(key));
+  const auto& adam_b = static_cast<const torch::optim::AdamWParamState&>(
+      *state_b.at(c10::guts::to_string(other->parameters()[0].unsafeGetTensorImpl())));
+  EXPECT_EQ(adam_a.step(), 1);
+  EXPECT_EQ(adam_b.step(), 1);
+  EXPECT_TRUE(torch::equal(adam_a.exp_avg(), adam_b.exp_avg()));
+
+  LoadedModel loaded = load_model(path);  // the inference reader sees the same weights
+  const auto x = torch::randn({2, 1, 8, 8});
+  model->eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(loaded.model->forward(x), model->forward(x)));
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ADifferentArchitectureIsRefused) {
+  const auto dir = fresh_dir("arch");
+  const Config c = testing::texture_config();
+  VisionTransformer model(c.model);
+  auto optimizer = make_optimizer(model, c.train);
+  CheckpointMeta meta;
+  meta.config = c;
+  meta.class_names = {"a", "b", "c", "d"};
+  save_training_checkpoint((dir / "x.pt").string(), model, *optimizer, meta);
+  ModelConfig deeper = c.model;
+  deeper.depth = 2;
+  VisionTransformer other(deeper);
+  auto other_optimizer = make_optimizer(other, c.train);
+  try {
+    restore_training_checkpoint((dir / "x.pt").string(), other, *other_optimizer);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "x.pt").string() + ": the checkpoint's architecture differs from the model's (depth 2 vs 1)");
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, DamagedOrForeignFilesAreRefused) {
+  const auto dir = fresh_dir("damaged");
+  const std::string garbage = (dir / "garbage.pt").string();
+  std::ofstream(garbage) << "this is not a checkpoint";
+  EXPECT_THROW(load_model(garbage), Error);
+  try {
+    load_model((dir / "missing.pt").string());
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "missing.pt").string() + ": checkpoint not found");
+  }
+  EXPECT_THROW(meta_from_json(R"({"format_version": 99})", "x.pt"), Error);
+  try {
+    meta_from_json(R"({"format_version": 99})", "x.pt");
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "x.pt: checkpoint format version 99, this vit reads version 1");
+  }
+  fs::remove_all(dir);
+}
+
+TEST(MetricsLog, ResumeDropsRecordsAfterTheCheckpoint) {
+  const auto dir = fresh_dir("metrics");
+  {
+    MetricsLog log(dir.string(), -1);
+    for (int64_t step : {10, 20, 30}) {
+      ValidationRecord r;
+      r.step = step;
+      r.val_acc = step / 100.0;
+      log.append(r);
+    }
+  }
+  MetricsLog resumed(dir.string(), 20);
+  const auto records = MetricsLog::read((dir / "metrics.jsonl").string());
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1].step, 20);
+  EXPECT_DOUBLE_EQ(records[1].val_acc, 0.2);
+  fs::remove_all(dir);
+}
+
+TEST(RunDir, LatestResolvesToTheNewestRun) {
+  const auto root = fresh_dir("runs");
+  const std::string first = new_run_dir("demo", "", root.string());
+  EXPECT_EQ(fs::path(first).parent_path(), root);
+  EXPECT_EQ(fs::path(first).filename().string().rfind("demo-", 0), 0u);
+  fs::create_directories(first);
+  std::ofstream(first + "/best.pt") << "x";
+  point_latest_at(first, root.string());
+  EXPECT_EQ(fs::read_symlink(root / "latest"), fs::path(first).filename());
+  EXPECT_EQ(resolve_checkpoint_path(std::nullopt, root.string()), (root / "latest" / "best.pt").string());
+  EXPECT_TRUE(fs::exists(resolve_checkpoint_path(std::nullopt, root.string())));
+  const std::string second = (root / "other").string();
+  fs::create_directories(second);
+  point_latest_at(second, root.string());  // replaces the old link
+  EXPECT_EQ(fs::read_symlink(root / "latest"), fs::path("other"));
+  fs::remove_all(root);
+  EXPECT_THROW(resolve_checkpoint_path(std::nullopt, root.string()), Error);
+}
+
+}  // namespace
+}  // namespace vit
