@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cmd_data.hpp"
 #include "cmd_info.hpp"
 #include "vit/device.hpp"
 
@@ -33,6 +34,7 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   app_.set_version_flag("--version", "vit 0.1.0");
   if (!register_all) return;
   register_info(*this);
+  register_data(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) { app_.parse(argc, argv); }

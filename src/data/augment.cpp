@@ -50,7 +50,8 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding m
     const auto dy = static_cast<int64_t>(rng.below(2 * padding + 1)) - padding;
     const auto dx = static_cast<int64_t>(rng.below(2 * padding + 1)) - padding;
     const bool flip = hflip && rng.below(2) == 1;
-    for (int64_t y = 0; y < h; ++y) rows[i * h + y] = zeros ? dy + padding + y : reflect(dy + y, h);
+    for (int64_t y = 0; y < h; ++y)
+      rows[i * h + y] = zeros ? dy + padding + y : reflect(dy + y, h);
     for (int64_t x = 0; x < w; ++x) {
       const int64_t from = dx + (flip ? w - 1 - x : x);
       cols[i * w + x] = zeros ? from + padding : reflect(from, w);
@@ -59,8 +60,8 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding m
   const auto device = images.device();
   const auto row_index = torch::from_blob(rows.data(), {b, h, 1}, torch::kInt64).to(device);
   const auto col_index = torch::from_blob(cols.data(), {b, 1, w}, torch::kInt64).to(device);
-  const auto source = zeros ? torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0)
-                            : images;
+  const auto source =
+      zeros ? torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0) : images;
   const auto index = (row_index * src_w + col_index)  // (B, H, W) offsets into one source plane
                          .view({b, 1, h * w})
                          .expand({b, c, h * w});
