@@ -83,9 +83,6 @@ int run_train(const TrainOptions& o) {
                config.train.precision);
 
   const data::DataSplits splits = data::load_data(config);
-  spdlog::info("{}: {} train, {} val, {} test images of {}x{}x{}", config.data.dataset, splits.train.size(),
-               splits.val.size(), splits.test.size(), config.model.channels, config.model.image_size,
-               config.model.image_size);
   install_stop_signal_handlers();
   Trainer trainer(config, splits, device, run_dir, o.resume);
   const TrainSummary summary = trainer.fit();
