@@ -66,14 +66,8 @@ void print_text(const Config& c, const data::DataSplits& s) {
 }
 
 data::LoaderOptions train_loader_options(const Config& c, c10::Device device, int64_t batch_size) {
-  data::LoaderOptions o;
+  auto o = data::loader_options(c, device, /*train=*/true);
   o.batch_size = batch_size;
-  o.train = true;
-  o.seed = c.seed;
-  o.device = device;
-  o.mean = c.data.mean;
-  o.std = c.data.std;
-  o.augment = c.data.augment;
   return o;
 }
 

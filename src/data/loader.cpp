@@ -27,6 +27,20 @@ std::vector<double> per_channel(const std::vector<double>& values, int64_t chann
 
 }  // namespace
 
+LoaderOptions loader_options(const Config& config, c10::Device device, bool train) {
+  const auto& t = config.train;
+  LoaderOptions o;
+  o.batch_size =
+      train ? t.batch_size : (t.eval_batch_size > 0 ? t.eval_batch_size : 2 * t.batch_size);
+  o.train = train;
+  o.seed = config.seed;
+  o.device = device;
+  o.mean = config.data.mean;
+  o.std = config.data.std;
+  o.augment = config.data.augment;
+  return o;
+}
+
 BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
     : options_(std::move(options)) {
   if (options_.batch_size <= 0) {

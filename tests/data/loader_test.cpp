@@ -87,4 +87,21 @@ TEST(BatchLoader, RejectsMeanOfTheWrongLength) {
   }
 }
 
+TEST(LoaderOptions, FollowTheConfig) {
+  vit::Config config;
+  config.seed = 4;
+  config.train.batch_size = 32;
+  config.data.augment.crop_padding = 7;
+  const auto train = vit::data::loader_options(config, c10::kCPU, /*train=*/true);
+  EXPECT_EQ(train.batch_size, 32);
+  EXPECT_EQ(train.seed, 4u);
+  EXPECT_EQ(train.augment.crop_padding, 7);
+  EXPECT_EQ(vit::data::loader_options(config, c10::kCPU, false).batch_size, 64);
+  config.train.eval_batch_size = 100;
+  const auto eval = vit::data::loader_options(config, c10::kCPU, false);
+  EXPECT_EQ(eval.batch_size, 100);
+  EXPECT_FALSE(eval.train);
+  EXPECT_EQ(eval.mean, config.data.mean);
+}
+
 }  // namespace

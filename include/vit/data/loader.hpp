@@ -25,6 +25,11 @@ struct LoaderOptions {
   AugmentConfig augment;           // used when train is true
 };
 
+// The loader settings a config asks for: train.batch_size and data.augment
+// when `train`, else train.eval_batch_size (0 = 2 x batch_size) and no
+// augmentation; seed, data.mean and data.std either way.
+LoaderOptions loader_options(const Config& config, c10::Device device, bool train);
+
 struct Batch {
   at::Tensor images;   // float (B, C, S, S), normalised, on the device
   at::Tensor labels;   // int64 (B), on the device
