@@ -74,14 +74,8 @@ int run_eval(const EvalOptions& o) {
   const data::DataSplits splits = data::load_data(loaded.config);
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
   if (split.size() == 0) throw Error("the " + o.split + " split of " + loaded.config.data.dataset + " is empty");
-  data::LoaderOptions loader_options;
   const auto& t = loaded.config.train;
-  loader_options.batch_size = t.eval_batch_size > 0 ? t.eval_batch_size : 2 * t.batch_size;
-  loader_options.train = false;
-  loader_options.device = device;
-  loader_options.mean = loaded.config.data.mean;
-  loader_options.std = loaded.config.data.std;
-  const data::BatchLoader loader(split, loader_options);
+  const data::BatchLoader loader(split, data::loader_options(loaded.config, device, /*train=*/false));
   const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, t.precision);
 
   const std::string out =
