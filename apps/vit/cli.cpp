@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd_eval.hpp"
+#include "cmd_export.hpp"
 #include "cmd_info.hpp"
 #include "cmd_predict.hpp"
 #include "cmd_train.hpp"
@@ -50,6 +51,7 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_eval(*this);
   register_predict(*this);
   register_info(*this);
+  register_export(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) { app_.parse(argc, argv); }
