@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cmd_data.hpp"
 #include "cmd_eval.hpp"
 #include "cmd_export.hpp"
 #include "cmd_info.hpp"
@@ -51,6 +52,7 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_eval(*this);
   register_predict(*this);
   register_info(*this);
+  register_data(*this);
   register_export(*this);
 }
 

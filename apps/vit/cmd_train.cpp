@@ -1,6 +1,8 @@
 // vit train: a run folder with config.json, metrics, checkpoints, train.log and curves.png.
 #include "cmd_train.hpp"
 
+#include <sys/resource.h>
+
 #include <filesystem>
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -37,6 +39,7 @@ Config resolve_config(const TrainOptions& o) {
 void log_to_file(const std::string& path) {
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
   spdlog::default_logger()->sinks().push_back(file_sink);
+  spdlog::flush_on(spdlog::level::info);  // a crash must not lose the last lines
 }
 
 void draw_curves(const std::string& run_dir) {
@@ -59,6 +62,9 @@ void log_summary(const TrainSummary& s, const std::string& run_dir) {
                            s.test->count);
   if (s.stop_reason == "interrupted")
     spdlog::info("continue with: vit train --resume {}/last.pt", run_dir);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  spdlog::info("peak memory {:.0f} MiB", usage.ru_maxrss / 1024.0);  // ru_maxrss is in KiB on Linux
   spdlog::info("run folder: {}", run_dir);
 }
 

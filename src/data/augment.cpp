@@ -12,14 +12,12 @@ namespace vit::data {
 
 namespace {
 
-// Maps padded coordinates (may be < 0 or >= size) back into [0, size).
-at::Tensor source_index(const at::Tensor& coord, int64_t size, Padding mode) {
-  if (mode == Padding::kReflect) {
-    // Mirror without repeating the edge pixel, like torch's reflection padding.
-    auto mirrored = coord.abs();
-    return torch::where(mirrored >= size, 2 * (size - 1) - mirrored, mirrored);
-  }
-  return coord.clamp(0, size - 1);
+// Reflects a coordinate that may lie up to size - 1 outside [0, size) back
+// inside, without repeating the edge pixel (torch's reflection padding).
+int64_t reflect(int64_t i, int64_t size) {
+  if (i < 0) return -i;
+  if (i >= size) return 2 * (size - 1) - i;
+  return i;
 }
 
 }  // namespace
@@ -41,34 +39,33 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding m
   }
   if (b == 0 || (padding == 0 && !hflip)) return images;
 
-  // Per image: the crop's top-left corner in padded coordinates, and a flip bit.
-  std::vector<int64_t> draws(3 * b);
+  // Per image, drawn on the CPU: the source row of each output row and the
+  // source column of each output column (the flip reverses the columns). With
+  // zero padding the source is the batch padded with zeros, so every crop lies
+  // inside it; with reflection the source is the batch itself.
+  const bool zeros = mode == Padding::kZeros;
+  const int64_t src_w = zeros ? w + 2 * padding : w;
+  std::vector<int64_t> rows(b * h), cols(b * w);
   for (int64_t i = 0; i < b; ++i) {
-    draws[3 * i] = static_cast<int64_t>(rng.below(2 * padding + 1)) - padding;
-    draws[3 * i + 1] = static_cast<int64_t>(rng.below(2 * padding + 1)) - padding;
-    draws[3 * i + 2] = hflip ? static_cast<int64_t>(rng.below(2)) : 0;
+    const auto dy = static_cast<int64_t>(rng.below(2 * padding + 1)) - padding;
+    const auto dx = static_cast<int64_t>(rng.below(2 * padding + 1)) - padding;
+    const bool flip = hflip && rng.below(2) == 1;
+    for (int64_t y = 0; y < h; ++y)
+      rows[i * h + y] = zeros ? dy + padding + y : reflect(dy + y, h);
+    for (int64_t x = 0; x < w; ++x) {
+      const int64_t from = dx + (flip ? w - 1 - x : x);
+      cols[i * w + x] = zeros ? from + padding : reflect(from, w);
+    }
   }
   const auto device = images.device();
-  const auto opts = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  const auto params = torch::from_blob(draws.data(), {b, 3}, torch::kInt64).to(device);
-  const auto dy = params.select(1, 0).unsqueeze(1), dx = params.select(1, 1).unsqueeze(1);
-  const auto flip = params.select(1, 2).unsqueeze(1).to(torch::kBool);
-  const auto ys = torch::arange(h, opts).unsqueeze(0);
-  const auto xs = torch::arange(w, opts).unsqueeze(0);
-  const auto rows = dy + ys;                                    // (B, H) padded coordinates
-  const auto cols = dx + torch::where(flip, (w - 1) - xs, xs);  // (B, W)
-
-  const auto index = (source_index(rows, h, mode).unsqueeze(2) * w +
-                      source_index(cols, w, mode).unsqueeze(1))  // (B, H, W)
+  const auto row_index = torch::from_blob(rows.data(), {b, h, 1}, torch::kInt64).to(device);
+  const auto col_index = torch::from_blob(cols.data(), {b, 1, w}, torch::kInt64).to(device);
+  const auto source =
+      zeros ? torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0) : images;
+  const auto index = (row_index * src_w + col_index)  // (B, H, W) offsets into one source plane
                          .view({b, 1, h * w})
                          .expand({b, c, h * w});
-  auto out = images.reshape({b, c, h * w}).gather(2, index).view({b, c, h, w});
-  if (mode == Padding::kZeros && padding > 0) {
-    const auto outside = ((rows < 0) | (rows >= h)).unsqueeze(2) |
-                         ((cols < 0) | (cols >= w)).unsqueeze(1);  // (B, H, W)
-    out.masked_fill_(outside.unsqueeze(1), 0);
-  }
-  return out;
+  return source.reshape({b, c, -1}).gather(2, index).view({b, c, h, w});
 }
 
 Augmented augment_batch(const at::Tensor& images, const at::Tensor& labels, int64_t num_classes,

@@ -33,11 +33,17 @@ at::Tensor enhance(const at::Tensor& x, const at::Tensor& base, const at::Tensor
 }
 
 at::Tensor blur3x3(const at::Tensor& x) {
-  // PIL's SMOOTH kernel, per channel.
-  auto kernel = torch::ones({3, 3}, x.options());
-  kernel[1][1] = 5.0;
-  kernel = (kernel / 13.0).expand({x.size(1), 1, 3, 3}).contiguous();
-  return F::conv2d(x, kernel, F::Conv2dFuncOptions().padding(1).groups(x.size(1)));
+  // PIL's SMOOTH kernel (1 everywhere, 5 in the centre, / 13) as nine shifted
+  // adds of the zero-padded batch plus 4 x the centre: on the CPU this beats
+  // both a grouped convolution and avg_pool2d by a factor of ten.
+  const int64_t h = x.size(2), w = x.size(3);
+  const auto padded = torch::constant_pad_nd(x, {1, 1, 1, 1}, 0);
+  auto sum = x * 4.0;
+  for (int64_t dy = 0; dy < 3; ++dy) {
+    for (int64_t dx = 0; dx < 3; ++dx)
+      sum.add_(padded.slice(2, dy, dy + h).slice(3, dx, dx + w));
+  }
+  return sum.div_(13.0);
 }
 
 at::Tensor auto_contrast(const at::Tensor& x) {
@@ -47,7 +53,8 @@ at::Tensor auto_contrast(const at::Tensor& x) {
   return torch::where(spread > 0, (x - low) / spread.clamp_min(1e-6), x);
 }
 
-// Rows of the inverse affine maps (in [-1, 1] coordinates) that grid_sample reads with.
+// Samples each image through theta (B, 2, 3), which maps output coordinates in
+// [-1, 1] to input coordinates; pixels from outside the image are black.
 at::Tensor affine(const at::Tensor& x, const at::Tensor& theta) {
   const auto grid = F::affine_grid(theta, x.sizes(), /*align_corners=*/false);
   return F::grid_sample(x, grid,
@@ -57,36 +64,43 @@ at::Tensor affine(const at::Tensor& x, const at::Tensor& theta) {
                             .align_corners(false));
 }
 
-at::Tensor geometric(AugmentOp op, const at::Tensor& x, const at::Tensor& level) {
-  const int64_t b = x.size(0);
-  auto theta = torch::zeros({b, 2, 3}, x.options());
-  theta.select(2, 0).select(1, 0).fill_(1.0);
-  theta.select(2, 1).select(1, 1).fill_(1.0);
+bool is_geometric(AugmentOp op) {
+  return op == AugmentOp::kRotate || op == AugmentOp::kShearX || op == AugmentOp::kShearY ||
+         op == AugmentOp::kTranslateX || op == AugmentOp::kTranslateY;
+}
+
+// The (B, 2, 3) affine maps of a geometric op at per-image `level` (B).
+at::Tensor affine_theta(AugmentOp op, const at::Tensor& level) {
+  const int64_t b = level.size(0);
+  auto theta = torch::zeros({b, 2, 3}, level.options());
+  auto entry = [&](int64_t row, int64_t col) { return theta.select(1, row).select(1, col); };
+  entry(0, 0).fill_(1.0);
+  entry(1, 1).fill_(1.0);
   switch (op) {
     case AugmentOp::kRotate: {
       const auto angle = level * (kMaxRotateDeg * M_PI / 180.0);
-      theta.select(1, 0).select(1, 0).copy_(angle.cos());
-      theta.select(1, 0).select(1, 1).copy_(-angle.sin());
-      theta.select(1, 1).select(1, 0).copy_(angle.sin());
-      theta.select(1, 1).select(1, 1).copy_(angle.cos());
+      entry(0, 0).copy_(angle.cos());
+      entry(0, 1).copy_(-angle.sin());
+      entry(1, 0).copy_(angle.sin());
+      entry(1, 1).copy_(angle.cos());
       break;
     }
     case AugmentOp::kShearX:
-      theta.select(1, 0).select(1, 1).copy_(level * kMaxShear);
+      entry(0, 1).copy_(level * kMaxShear);
       break;
     case AugmentOp::kShearY:
-      theta.select(1, 1).select(1, 0).copy_(level * kMaxShear);
+      entry(1, 0).copy_(level * kMaxShear);
       break;
     case AugmentOp::kTranslateX:
-      theta.select(1, 0).select(1, 2).copy_(level * (2 * kMaxTranslate));
+      entry(0, 2).copy_(level * (2 * kMaxTranslate));
       break;
     case AugmentOp::kTranslateY:
-      theta.select(1, 1).select(1, 2).copy_(level * (2 * kMaxTranslate));
+      entry(1, 2).copy_(level * (2 * kMaxTranslate));
       break;
     default:
       break;
   }
-  return affine(x, theta);
+  return theta;
 }
 
 }  // namespace
@@ -107,8 +121,9 @@ at::Tensor apply_augment_op(AugmentOp op, const at::Tensor& x, const at::Tensor&
     case AugmentOp::kSharpness:
       return enhance(x, blur3x3(x), level);
     case AugmentOp::kSolarize: {
-      // A stronger op inverts more: every pixel above 1 - strength.
-      return torch::where(x > 1.0 - strength, 1.0 - x, x);
+      // A stronger op inverts more: every pixel above 1 - strength becomes 1 - x.
+      const auto invert = (x > 1.0 - strength).to(x.scalar_type());
+      return x + invert * (1.0 - 2.0 * x);
     }
     case AugmentOp::kPosterize: {
       // Keep 8 - round(4 * strength) bits of the 8-bit value.
@@ -120,7 +135,7 @@ at::Tensor apply_augment_op(AugmentOp op, const at::Tensor& x, const at::Tensor&
     case AugmentOp::kShearY:
     case AugmentOp::kTranslateX:
     case AugmentOp::kTranslateY:
-      return geometric(op, x, level);
+      return affine(x, affine_theta(op, level.to(x.options())));
   }
   throw Error("apply_augment_op: unknown operation " + std::to_string(static_cast<int>(op)));
 }
@@ -139,14 +154,26 @@ at::Tensor rand_augment(const at::Tensor& images, int64_t ops, double magnitude,
       members[op].push_back(i);
       levels[op].push_back(static_cast<float>(rng.below(2) ? strength : -strength));
     }
+    // The geometric ops of all their images go through one grid_sample.
+    std::vector<int64_t> geometric_members;
+    std::vector<at::Tensor> thetas;
     for (int64_t op = 1; op < kNumAugmentOps; ++op) {  // op 0 is the identity
       if (members[op].empty()) continue;
       const auto n = static_cast<int64_t>(members[op].size());
-      const auto index = torch::tensor(members[op], torch::kInt64).view({n}).to(out.device());
       const auto level = torch::tensor(levels[op], torch::kFloat32).view({n}).to(out.options());
-      out.index_copy_(
-          0, index,
-          apply_augment_op(static_cast<AugmentOp>(op), out.index_select(0, index), level));
+      const auto kind = static_cast<AugmentOp>(op);
+      if (is_geometric(kind)) {
+        geometric_members.insert(geometric_members.end(), members[op].begin(), members[op].end());
+        thetas.push_back(affine_theta(kind, level));
+        continue;
+      }
+      const auto index = torch::tensor(members[op], torch::kInt64).view({n}).to(out.device());
+      out.index_copy_(0, index, apply_augment_op(kind, out.index_select(0, index), level));
+    }
+    if (!geometric_members.empty()) {
+      const auto n = static_cast<int64_t>(geometric_members.size());
+      const auto index = torch::tensor(geometric_members, torch::kInt64).view({n}).to(out.device());
+      out.index_copy_(0, index, affine(out.index_select(0, index), torch::cat(thetas)));
     }
   }
   return out;

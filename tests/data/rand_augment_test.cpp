@@ -30,6 +30,14 @@ TEST(AugmentOps, ColourOpsGiveHandComputedPixels) {
   EXPECT_NEAR(apply(AugmentOp::kContrast, x, -1.0f)[0][0][1][1].item<float>(), 0.4f + 0.05f, 1e-6);
 }
 
+TEST(AugmentOps, SharpnessUsesPilsSmoothKernel) {
+  // Flat 0.5: inside, the blur is (9 * 0.5 + 4 * 0.5) / 13 = 0.5, so nothing changes; at a
+  // corner the zero padding gives blur (4 * 0.5 + 4 * 0.5) / 13 = 4 / 13, sharpened by 1.9.
+  const auto out = apply(AugmentOp::kSharpness, torch::full({1, 1, 4, 4}, 0.5f), 1.0f);
+  EXPECT_NEAR(out[0][0][1][2].item<float>(), 0.5f, 1e-6);
+  EXPECT_NEAR(out[0][0][0][0].item<float>(), 4.0f / 13 + (0.5f - 4.0f / 13) * 1.9f, 1e-6);
+}
+
 TEST(AugmentOps, TranslateMovesByWholePixels) {
   // Strength 1/9 of the 0.45 maximum on a 20-pixel side is exactly one pixel.
   const auto x = torch::rand({2, 3, 20, 20});
