@@ -6,6 +6,7 @@
 
 #include "cmd_data.hpp"
 #include "cmd_eval.hpp"
+#include "cmd_export.hpp"
 #include "cmd_info.hpp"
 #include "cmd_predict.hpp"
 #include "cmd_train.hpp"
@@ -52,6 +53,7 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_predict(*this);
   register_info(*this);
   register_data(*this);
+  register_export(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) { app_.parse(argc, argv); }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
 
@@ -189,8 +190,10 @@ TensorMap state_tensors(const VisionTransformer& model) {
   return out;
 }
 
-StringMap export_metadata(const Config& config) {
-  return {{"format", "pt"}, {"vit_config", config_to_json_string(config)}};
+StringMap export_metadata(const Config& config, const std::vector<std::string>& class_names) {
+  StringMap metadata{{"format", "pt"}, {"vit_config", config_to_json_string(config)}};
+  if (!class_names.empty()) metadata.emplace("class_names", nlohmann::json(class_names).dump());
+  return metadata;
 }
 
 std::optional<Config> config_from_metadata(const StringMap& metadata,
@@ -207,9 +210,27 @@ std::optional<Config> config_from_metadata(const StringMap& metadata,
   return config;
 }
 
+std::optional<std::vector<std::string>> class_names_from_metadata(const StringMap& metadata,
+                                                                  int64_t num_classes,
+                                                                  const std::string& source_name) {
+  const auto it = metadata.find("class_names");
+  if (it == metadata.end()) return std::nullopt;
+  const std::string where = source_name + " __metadata__[\"class_names\"]";
+  const auto names = nlohmann::json::parse(it->second, /*cb=*/nullptr, /*allow_exceptions=*/false);
+  const bool all_strings =
+      names.is_array() &&
+      std::all_of(names.begin(), names.end(), [](const auto& n) { return n.is_string(); });
+  if (!all_strings) throw Error(where + ": expected a JSON array of strings");
+  if (static_cast<int64_t>(names.size()) != num_classes) {
+    throw Error(where + ": " + std::to_string(names.size()) + " names for " +
+                std::to_string(num_classes) + " classes");
+  }
+  return names.get<std::vector<std::string>>();
+}
+
 void save_safetensors_weights(const std::string& path, const VisionTransformer& model,
-                              const Config& config) {
-  write_safetensors(path, state_tensors(model), export_metadata(config));
+                              const Config& config, const std::vector<std::string>& class_names) {
+  write_safetensors(path, state_tensors(model), export_metadata(config, class_names));
 }
 
 LoadReport load_safetensors_weights(VisionTransformer& model, const std::string& path) {

@@ -33,16 +33,24 @@ LoadReport load_weights(VisionTransformer& model, const TensorMap& state,
 TensorMap state_tensors(const VisionTransformer& model);
 
 // The __metadata__ of our exports: "format": "pt" (what huggingface's loaders
-// look for) and "vit_config": the resolved config as JSON.
-StringMap export_metadata(const Config& config);
+// look for), "vit_config": the resolved config as JSON and, when given,
+// "class_names": the label order as a JSON array of strings.
+StringMap export_metadata(const Config& config, const std::vector<std::string>& class_names = {});
 // The validated config in __metadata__["vit_config"]; nullopt when the file
 // has none (a plain timm file: the architecture must come from --config).
 std::optional<Config> config_from_metadata(const StringMap& metadata,
                                            const std::string& source_name);
 
-// write_safetensors(path, state_tensors(model), export_metadata(config)).
+// The label order in __metadata__["class_names"]; nullopt when the file has
+// none. Throws vit::Error unless it is a JSON array of `num_classes` strings.
+std::optional<std::vector<std::string>> class_names_from_metadata(const StringMap& metadata,
+                                                                  int64_t num_classes,
+                                                                  const std::string& source_name);
+
+// write_safetensors(path, state_tensors(model), export_metadata(config, class_names)).
 void save_safetensors_weights(const std::string& path, const VisionTransformer& model,
-                              const Config& config);
+                              const Config& config,
+                              const std::vector<std::string>& class_names = {});
 // read_safetensors(path), then load_weights.
 LoadReport load_safetensors_weights(VisionTransformer& model, const std::string& path);
 
