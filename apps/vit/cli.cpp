@@ -4,11 +4,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cmd_attn_distance.hpp"
 #include "cmd_data.hpp"
 #include "cmd_eval.hpp"
 #include "cmd_export.hpp"
 #include "cmd_info.hpp"
 #include "cmd_predict.hpp"
+#include "cmd_rollout.hpp"
 #include "cmd_train.hpp"
 #include "vit/device.hpp"
 
@@ -53,6 +55,8 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_predict(*this);
   register_info(*this);
   register_data(*this);
+  register_rollout(*this);
+  register_attn_distance(*this);
   register_export(*this);
 }
 

@@ -1,0 +1,51 @@
+#pragma once
+// What `vit rollout` and `vit attn-distance` share: the images they look at
+// (--images files, or --samples N drawn from the validation split with the
+// seed) and a batched pass of forward_with_attention over them, so that many
+// images of a big model never hold all their attention maps at once.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <CLI/CLI.hpp>
+
+#include "vit/config.hpp"
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit::cli {
+
+struct AnalysisInputs {
+  std::vector<std::string> ids;  // the file's path, or "val:I" for image I of the validation split
+  at::Tensor pixels;  // uint8 (B, C, S, S) on the CPU, converted to the model's channels and size
+  at::Tensor labels;  // int64 (B), the true classes; undefined for --images
+};
+
+// The check of --samples: a whole number of at least 1 (CLI::PositiveNumber
+// would answer 0 with a range up to 1.8e308).
+CLI::Validator at_least_one();
+
+// `wanted` distinct indices of [0, available), in increasing order, drawn with
+// `seed` (the same on every platform). All of them when wanted >= available.
+std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t seed);
+
+// The --images files when any are given; otherwise `samples` images of the
+// validation split of config.data (fewer, with a warning, when the split is
+// smaller). Throws vit::Error when the files cannot be read or the split is empty.
+AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, int64_t samples,
+                                      uint64_t seed, const Config& config);
+
+// Images per forward_with_attention batch: as many as keep the attention maps
+// of all layers, (L, H, N, N) float per image, within `budget_bytes`; 1 to 64.
+int64_t attention_batch_size(const ModelConfig& model, int64_t budget_bytes = int64_t{256} << 20);
+
+// Runs the model with attention over `pixels` (normalised with the config's
+// mean and std on `device`), `batch_size` images at a time, without
+// gradients, and calls visit(first image index, result) for each batch.
+void for_each_attention_batch(VisionTransformer& model, const at::Tensor& pixels,
+                              const Config& config, c10::Device device, int64_t batch_size,
+                              const std::function<void(int64_t, const LogitsAndAttention&)>& visit);
+
+}  // namespace vit::cli

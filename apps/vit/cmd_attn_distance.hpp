@@ -1,0 +1,18 @@
+#pragma once
+#include "cli.hpp"
+
+namespace vit::cli {
+
+struct AttnDistanceOptions {
+  CommonOptions common;
+  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
+  std::optional<std::string> config;      // --config FILE (timm safetensors only)
+  std::optional<int64_t> samples;         // --samples N (default analysis.distance_samples)
+  std::vector<std::string> images;        // --images FILE... (instead of --samples)
+  std::string out;           // --out DIR (default: attn-distance next to the checkpoint)
+  bool renormalize = false;  // --renormalize (also on when analysis.renormalize is)
+};
+
+std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli);
+
+}  // namespace vit::cli

@@ -1,0 +1,22 @@
+#pragma once
+#include "cli.hpp"
+
+namespace vit::cli {
+
+// Named apart from vit::RolloutOptions, the analysis settings these flags fill.
+struct RolloutCommandOptions {
+  CommonOptions common;
+  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
+  std::optional<std::string> config;      // --config FILE (timm safetensors only)
+  std::string out;                        // --out DIR (required)
+  std::optional<int64_t> samples;         // --samples N (default analysis.rollout_samples)
+  std::vector<std::string> images;        // --images FILE... (instead of --samples)
+  std::optional<std::string>
+      head_fusion;  // --head-fusion mean|max|min (default analysis.head_fusion)
+  std::optional<double>
+      discard_ratio;  // --discard-ratio R in [0, 1) (default analysis.discard_ratio)
+};
+
+std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli);
+
+}  // namespace vit::cli
