@@ -11,12 +11,15 @@
 namespace vit {
 namespace fs = std::filesystem;
 
-void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
+void write_atomically(const std::string& path,
+                      const std::function<void(const std::string&)>& write) {
   const fs::path target(path);
   if (target.has_parent_path()) {
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
-    if (ec) throw Error(path + ": cannot create folder " + target.parent_path().string() + " (" + ec.message() + ")");
+    if (ec)
+      throw Error(path + ": cannot create folder " + target.parent_path().string() + " (" +
+                  ec.message() + ")");
   }
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   const auto discard = [&] {

@@ -103,7 +103,8 @@ json::json_pointer pointer_of(const std::string& dotted) {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     size_t diagonal = row[0];
     row[0] = i;
@@ -139,7 +140,9 @@ std::string closest_path(const std::string& path) {
   return parent + best;
 }
 
-std::string type_name(const json& v) { return v.type_name(); }
+std::string type_name(const json& v) {
+  return v.type_name();
+}
 
 std::string where_text(const std::string& path, const json& v) {
   return "config key '" + path + "': got " + type_name(v) + " " + v.dump();
@@ -160,7 +163,8 @@ void read_value(const std::string& path, const json& v, int64_t& out) {
   out = v.get<int64_t>();
 }
 void read_value(const std::string& path, const json& v, uint64_t& out) {
-  if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+  if (!v.is_number_integer() ||
+      (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
     throw Error(where_text(path, v) + ", expected a non-negative integer");
   out = v.get<uint64_t>();
 }
@@ -209,7 +213,9 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error("invalid config: " + message);
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
   return std::any_of(choices.begin(), choices.end(), [&](const char* c) { return value == c; });
@@ -217,7 +223,8 @@ bool one_of(const std::string& value, std::initializer_list<const char*> choices
 
 std::string join(std::initializer_list<const char*> choices) {
   std::string out;
-  for (const char* c : choices) out += (out.empty() ? "" : " | ") + std::string(c);
+  for (const char* c : choices)
+    out += (out.empty() ? "" : " | ") + std::string(c);
   return out;
 }
 
@@ -233,83 +240,108 @@ void require_fraction(const std::string& path, double value, bool allow_one) {
 }
 
 void validate_model(const ModelConfig& m) {
-  require(m.image_size > 0, "model.image_size is " + std::to_string(m.image_size) + ", expected > 0");
-  require(m.patch_size > 0, "model.patch_size is " + std::to_string(m.patch_size) + ", expected > 0");
-  require(m.image_size % m.patch_size == 0,
-          "model.patch_size " + std::to_string(m.patch_size) + " does not divide model.image_size " +
-              std::to_string(m.image_size));
+  require(m.image_size > 0,
+          "model.image_size is " + std::to_string(m.image_size) + ", expected > 0");
+  require(m.patch_size > 0,
+          "model.patch_size is " + std::to_string(m.patch_size) + ", expected > 0");
+  require(m.image_size % m.patch_size == 0, "model.patch_size " + std::to_string(m.patch_size) +
+                                                " does not divide model.image_size " +
+                                                std::to_string(m.image_size));
   require(m.channels == 1 || m.channels == 3,
           "model.channels is " + std::to_string(m.channels) + ", expected 1 (gray) or 3 (RGB)");
-  require(m.num_classes >= 2, "model.num_classes is " + std::to_string(m.num_classes) + ", expected >= 2");
+  require(m.num_classes >= 2,
+          "model.num_classes is " + std::to_string(m.num_classes) + ", expected >= 2");
   require(m.dim > 0, "model.dim is " + std::to_string(m.dim) + ", expected > 0");
   require(m.depth > 0, "model.depth is " + std::to_string(m.depth) + ", expected > 0");
   require(m.heads > 0, "model.heads is " + std::to_string(m.heads) + ", expected > 0");
-  require(m.dim_head >= 0, "model.dim_head is " + std::to_string(m.dim_head) + ", expected >= 0 (0 = dim / heads)");
+  require(m.dim_head >= 0,
+          "model.dim_head is " + std::to_string(m.dim_head) + ", expected >= 0 (0 = dim / heads)");
   require(m.dim_head > 0 || m.dim % m.heads == 0,
-          "model.heads " + std::to_string(m.heads) + " does not divide model.dim " + std::to_string(m.dim) +
-              " (set model.dim_head to use another head width)");
+          "model.heads " + std::to_string(m.heads) + " does not divide model.dim " +
+              std::to_string(m.dim) + " (set model.dim_head to use another head width)");
   require(m.mlp_dim > 0, "model.mlp_dim is " + std::to_string(m.mlp_dim) + ", expected > 0");
   require_choice("model.pool", m.pool, {"cls", "mean"});
   require_fraction("model.dropout", m.dropout, false);
   require_fraction("model.emb_dropout", m.emb_dropout, false);
   require_fraction("model.attn_dropout", m.attn_dropout, false);
-  require(m.layer_norm_eps > 0, "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
+  require(m.layer_norm_eps > 0,
+          "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
 }
 
 void validate_data(const DataConfig& d, int64_t channels) {
-  require_choice("data.dataset", d.dataset,
-                 {"cifar10", "cifar100", "mnist", "fashion-mnist", "tiny-imagenet", "image-folder"});
+  require_choice(
+      "data.dataset", d.dataset,
+      {"cifar10", "cifar100", "mnist", "fashion-mnist", "tiny-imagenet", "image-folder"});
   require(!d.root.empty(), "data.root is empty, expected the folder holding the dataset");
   require(d.val_size >= 0, "data.val_size is " + std::to_string(d.val_size) + ", expected >= 0");
   for (const auto* key : {"mean", "std"}) {
     const auto& values = std::string(key) == "mean" ? d.mean : d.std;
     require(int64_t(values.size()) == channels,
             "data." + std::string(key) + " has " + std::to_string(values.size()) +
-                " values, expected one per channel (model.channels = " + std::to_string(channels) + ")");
+                " values, expected one per channel (model.channels = " + std::to_string(channels) +
+                ")");
   }
-  for (double s : d.std) require(s > 0, "data.std holds " + std::to_string(s) + ", expected every value > 0");
+  for (double s : d.std)
+    require(s > 0, "data.std holds " + std::to_string(s) + ", expected every value > 0");
   const auto& a = d.augment;
-  require(a.crop_padding >= 0, "data.augment.crop_padding is " + std::to_string(a.crop_padding) + ", expected >= 0");
+  require(a.crop_padding >= 0,
+          "data.augment.crop_padding is " + std::to_string(a.crop_padding) + ", expected >= 0");
   require_choice("data.augment.padding_mode", a.padding_mode, {"zeros", "reflect"});
-  require(a.randaugment_ops >= 0, "data.augment.randaugment_ops is " + std::to_string(a.randaugment_ops) + ", expected >= 0");
+  require(a.randaugment_ops >= 0, "data.augment.randaugment_ops is " +
+                                      std::to_string(a.randaugment_ops) + ", expected >= 0");
   require(a.randaugment_magnitude >= 0 && a.randaugment_magnitude <= 30,
-          "data.augment.randaugment_magnitude is " + std::to_string(a.randaugment_magnitude) + ", expected 0..30");
-  require(a.mixup_alpha >= 0, "data.augment.mixup_alpha is " + std::to_string(a.mixup_alpha) + ", expected >= 0");
-  require(a.cutmix_alpha >= 0, "data.augment.cutmix_alpha is " + std::to_string(a.cutmix_alpha) + ", expected >= 0");
+          "data.augment.randaugment_magnitude is " + std::to_string(a.randaugment_magnitude) +
+              ", expected 0..30");
+  require(a.mixup_alpha >= 0,
+          "data.augment.mixup_alpha is " + std::to_string(a.mixup_alpha) + ", expected >= 0");
+  require(a.cutmix_alpha >= 0,
+          "data.augment.cutmix_alpha is " + std::to_string(a.cutmix_alpha) + ", expected >= 0");
   require_fraction("data.augment.mix_prob", a.mix_prob, true);
-  require(d.limit_train >= 0, "data.limit_train is " + std::to_string(d.limit_train) + ", expected >= 0 (0 = all)");
-  require(d.limit_test >= 0, "data.limit_test is " + std::to_string(d.limit_test) + ", expected >= 0 (0 = all)");
+  require(d.limit_train >= 0,
+          "data.limit_train is " + std::to_string(d.limit_train) + ", expected >= 0 (0 = all)");
+  require(d.limit_test >= 0,
+          "data.limit_test is " + std::to_string(d.limit_test) + ", expected >= 0 (0 = all)");
 }
 
 void validate_train(const TrainConfig& t) {
-  require(t.batch_size > 0, "train.batch_size is " + std::to_string(t.batch_size) + ", expected > 0");
-  require(t.eval_batch_size >= 0, "train.eval_batch_size is " + std::to_string(t.eval_batch_size) + ", expected >= 0");
+  require(t.batch_size > 0,
+          "train.batch_size is " + std::to_string(t.batch_size) + ", expected > 0");
+  require(t.eval_batch_size >= 0,
+          "train.eval_batch_size is " + std::to_string(t.eval_batch_size) + ", expected >= 0");
   require(t.epochs > 0, "train.epochs is " + std::to_string(t.epochs) + ", expected > 0");
   require_choice("train.optimizer", t.optimizer, {"adamw", "sgd"});
   require(t.lr > 0, "train.lr is " + std::to_string(t.lr) + ", expected > 0");
   require(t.min_lr >= 0 && t.min_lr <= t.lr,
           "train.min_lr is " + std::to_string(t.min_lr) + ", expected 0 <= min_lr <= lr");
   require_fraction("train.momentum", t.momentum, false);
-  require(t.betas.size() == 2 && t.betas[0] >= 0 && t.betas[0] < 1 && t.betas[1] >= 0 && t.betas[1] < 1,
-          "train.betas must be two values in [0, 1)");
-  require(t.weight_decay >= 0, "train.weight_decay is " + std::to_string(t.weight_decay) + ", expected >= 0");
-  require(t.warmup_epochs >= 0, "train.warmup_epochs is " + std::to_string(t.warmup_epochs) + ", expected >= 0");
+  require(
+      t.betas.size() == 2 && t.betas[0] >= 0 && t.betas[0] < 1 && t.betas[1] >= 0 && t.betas[1] < 1,
+      "train.betas must be two values in [0, 1)");
+  require(t.weight_decay >= 0,
+          "train.weight_decay is " + std::to_string(t.weight_decay) + ", expected >= 0");
+  require(t.warmup_epochs >= 0,
+          "train.warmup_epochs is " + std::to_string(t.warmup_epochs) + ", expected >= 0");
   require_fraction("train.label_smoothing", t.label_smoothing, false);
-  require(t.grad_clip >= 0, "train.grad_clip is " + std::to_string(t.grad_clip) + ", expected >= 0 (0 = off)");
-  require(t.early_stop_patience >= 0,
-          "train.early_stop_patience is " + std::to_string(t.early_stop_patience) + ", expected >= 0 (0 = off)");
-  require(t.early_stop_min_delta >= 0,
-          "train.early_stop_min_delta is " + std::to_string(t.early_stop_min_delta) + ", expected >= 0");
-  require(t.validate_every >= 0,
-          "train.validate_every is " + std::to_string(t.validate_every) + ", expected >= 0 (0 = every epoch)");
+  require(t.grad_clip >= 0,
+          "train.grad_clip is " + std::to_string(t.grad_clip) + ", expected >= 0 (0 = off)");
+  require(t.early_stop_patience >= 0, "train.early_stop_patience is " +
+                                          std::to_string(t.early_stop_patience) +
+                                          ", expected >= 0 (0 = off)");
+  require(t.early_stop_min_delta >= 0, "train.early_stop_min_delta is " +
+                                           std::to_string(t.early_stop_min_delta) +
+                                           ", expected >= 0");
+  require(t.validate_every >= 0, "train.validate_every is " + std::to_string(t.validate_every) +
+                                     ", expected >= 0 (0 = every epoch)");
   require_choice("train.precision", t.precision, {"fp32", "bf16", "fp16"});
-  require(t.log_every_s > 0, "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
+  require(t.log_every_s > 0,
+          "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
 }
 
 void validate_analysis(const AnalysisConfig& a) {
   require_choice("analysis.head_fusion", a.head_fusion, {"mean", "max", "min"});
   require_fraction("analysis.discard_ratio", a.discard_ratio, false);
-  require(a.rollout_samples > 0, "analysis.rollout_samples is " + std::to_string(a.rollout_samples) + ", expected > 0");
+  require(a.rollout_samples > 0,
+          "analysis.rollout_samples is " + std::to_string(a.rollout_samples) + ", expected > 0");
   require(a.distance_samples > 0,
           "analysis.distance_samples is " + std::to_string(a.distance_samples) + ", expected > 0");
 }
@@ -318,7 +350,8 @@ void validate_analysis(const AnalysisConfig& a) {
 
 void Config::validate() const {
   require(!name.empty(), "name is empty, expected a run name such as \"cifar10\"");
-  require(threads >= 0, "threads is " + std::to_string(threads) + ", expected >= 0 (0 = all cores)");
+  require(threads >= 0,
+          "threads is " + std::to_string(threads) + ", expected >= 0 (0 = all cores)");
   require(!device.empty(), "device is empty, expected auto | cpu | cuda | cuda:N");
   validate_model(model);
   validate_data(data, model.channels);
@@ -332,7 +365,9 @@ json config_to_json(const Config& c) {
   return j;
 }
 
-std::string config_to_json_string(const Config& c) { return config_to_json(c).dump(2) + "\n"; }
+std::string config_to_json_string(const Config& c) {
+  return config_to_json(c).dump(2) + "\n";
+}
 
 Config config_from_json(const json& j) {
   check_all_keys(j);
@@ -369,11 +404,14 @@ void apply_override(Config& c, const std::string& assignment) {
     } else {
       const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (parsed.is_discarded())
-        throw Error("--set " + key + ": '" + text + "' is not a valid value (use JSON: 8, 0.5, true, [0.5, 0.5])");
+        throw Error("--set " + key + ": '" + text +
+                    "' is not a valid value (use JSON: 8, 0.5, true, [0.5, 0.5])");
       read_value(key, parsed, value);
     }
   });
-  if (!found) throw Error("--set: unknown config key '" + key + "'; did you mean '" + closest_path(key) + "'?");
+  if (!found)
+    throw Error("--set: unknown config key '" + key + "'; did you mean '" + closest_path(key) +
+                "'?");
 }
 
 Config parse_config_string(const std::string& text, const std::string& source_name) {
@@ -396,7 +434,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::stringstream buffer;
   buffer << in.rdbuf();
   Config c = parse_config_string(buffer.str(), path);
-  for (const auto& assignment : overrides) apply_override(c, assignment);
+  for (const auto& assignment : overrides)
+    apply_override(c, assignment);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -405,7 +444,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return c;
 }
 
-std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(const std::string& dataset) {
+std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
+    const std::string& dataset) {
   if (dataset == "cifar100") return {{0.5071, 0.4865, 0.4409}, {0.2673, 0.2564, 0.2762}};
   if (dataset == "mnist") return {{0.1307}, {0.3081}};
   if (dataset == "fashion-mnist") return {{0.2860}, {0.3530}};

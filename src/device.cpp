@@ -18,18 +18,20 @@ c10::Device resolve_device(const std::string& spec) {
   if (!std::regex_match(spec, match, cuda_pattern))
     throw Error("--device '" + spec + "': expected auto | cpu | cuda | cuda:N");
   if (!has_cuda)
-    throw Error("--device " + spec +
-                ": CUDA is not available (this LibTorch build or machine has no GPU); use --device cpu");
+    throw Error(
+        "--device " + spec +
+        ": CUDA is not available (this LibTorch build or machine has no GPU); use --device cpu");
   const int index = match[1].matched ? std::stoi(match[1].str()) : 0;
   const auto count = static_cast<int>(torch::cuda::device_count());
   if (index >= count)
-    throw Error("--device " + spec + ": there is no CUDA device " + std::to_string(index) + " (found " +
-                std::to_string(count) + ")");
+    throw Error("--device " + spec + ": there is no CUDA device " + std::to_string(index) +
+                " (found " + std::to_string(count) + ")");
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
 int set_threads(int64_t requested) {
-  if (requested < 0) throw Error("--threads " + std::to_string(requested) + ": expected >= 0 (0 = all cores)");
+  if (requested < 0)
+    throw Error("--threads " + std::to_string(requested) + ": expected >= 0 (0 = all cores)");
   // Debian's LibTorch starts with one thread; say how many we want.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = requested == 0 ? cores : static_cast<int>(requested);

@@ -23,7 +23,9 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-Config from(const std::string& text) { return parse_config_string(text, "test.json"); }
+Config from(const std::string& text) {
+  return parse_config_string(text, "test.json");
+}
 
 TEST(Config, DefaultsMatchTheDesignDocument) {
   const Config c;
@@ -53,10 +55,12 @@ TEST(Config, RoundTripsThroughJson) {
 TEST(Config, UnknownKeySuggestsTheClosest) {
   EXPECT_EQ(error_of([] { from(R"({"model": {"depht": 3}})"); }),
             "test.json: unknown config key 'model.depht'; did you mean 'model.depth'?");
-  EXPECT_EQ(error_of([] { from(R"({"train": {"weight_decy": 3}})"); }),
-            "test.json: unknown config key 'train.weight_decy'; did you mean 'train.weight_decay'?");
-  EXPECT_EQ(error_of([] { from(R"({"data": {"augment": {"flip": true}}})"); }),
-            "test.json: unknown config key 'data.augment.flip'; did you mean 'data.augment.hflip'?");
+  EXPECT_EQ(
+      error_of([] { from(R"({"train": {"weight_decy": 3}})"); }),
+      "test.json: unknown config key 'train.weight_decy'; did you mean 'train.weight_decay'?");
+  EXPECT_EQ(
+      error_of([] { from(R"({"data": {"augment": {"flip": true}}})"); }),
+      "test.json: unknown config key 'data.augment.flip'; did you mean 'data.augment.hflip'?");
   EXPECT_EQ(error_of([] { from(R"({"modle": {}})"); }),
             "test.json: unknown config key 'modle'; did you mean 'model'?");
 }
@@ -72,7 +76,8 @@ TEST(Config, WrongTypesAreErrors) {
             "test.json: config section 'model': got number, expected a JSON object");
   EXPECT_EQ(error_of([] { from(R"({"seed": -1})"); }),
             "test.json: config key 'seed': got number -1, expected a non-negative integer");
-  EXPECT_NE(error_of([] { from("{not json"); }).find("test.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of([] { from("{not json"); }).find("test.json: not valid JSON"),
+            std::string::npos);
 }
 
 TEST(Config, EachValidationRuleRejectsItsValue) {
@@ -91,7 +96,8 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"data.dataset=imagenet", "data.dataset is 'imagenet'"},
       {"data.mean=[0.5]", "data.mean has 1 values, expected one per channel (model.channels = 3)"},
       {"data.std=[0.5, 0, 0.5]", "data.std holds 0.000000, expected every value > 0"},
-      {"analysis.head_fusion=median", "analysis.head_fusion is 'median', expected mean | max | min"},
+      {"analysis.head_fusion=median",
+       "analysis.head_fusion is 'median', expected mean | max | min"},
   };
   for (const auto& [assignment, message] : cases) {
     Config c;
@@ -143,7 +149,8 @@ TEST(Config, DatasetPicksItsNormalisationUnlessGiven) {
 
 TEST(Config, EveryShippedConfigLoadsAndValidates) {
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(VIT_SOURCE_DIR) + "/configs")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(VIT_SOURCE_DIR) + "/configs")) {
     if (entry.path().extension() != ".json") continue;
     SCOPED_TRACE(entry.path().string());
     const Config c = load_config(entry.path().string());

@@ -17,8 +17,7 @@
 namespace vit::cli {
 
 void add_common_options(CLI::App& cmd, CommonOptions& options) {
-  cmd.add_option("--device", options.device, "auto | cpu | cuda | cuda:N")
-      ->capture_default_str();
+  cmd.add_option("--device", options.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd.add_option("--threads", options.threads, "CPU threads for LibTorch (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -31,7 +30,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& options) {
 void apply_common_options(const CommonOptions& options, const Config* config) {
   if (options.quiet) spdlog::set_level(spdlog::level::warn);
   if (options.verbose) spdlog::set_level(spdlog::level::debug);
-  const int threads = set_threads(options.threads > 0 || !config ? options.threads : config->threads);
+  const int threads =
+      set_threads(options.threads > 0 || !config ? options.threads : config->threads);
   spdlog::debug("LibTorch uses {} threads", threads);
   if (options.seed) {
     seed_everything(*options.seed);
@@ -41,7 +41,8 @@ void apply_common_options(const CommonOptions& options, const Config* config) {
 }
 
 c10::Device chosen_device(const CommonOptions& options, const Config* config) {
-  const c10::Device device = resolve_device(options.device == "auto" && config ? config->device : options.device);
+  const c10::Device device =
+      resolve_device(options.device == "auto" && config ? config->device : options.device);
   spdlog::debug("device {}", device.str());
   return device;
 }
@@ -60,7 +61,9 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_export(*this);
 }
 
-void Cli::parse(int argc, const char* const* argv) { app_.parse(argc, argv); }
+void Cli::parse(int argc, const char* const* argv) {
+  app_.parse(argc, argv);
+}
 
 void Cli::parse(std::vector<std::string> args) {
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order

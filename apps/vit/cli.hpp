@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <c10/core/Device.h>
+#include <CLI/CLI.hpp>
 
 #include "vit/config.hpp"
 
@@ -18,9 +18,9 @@ namespace vit::cli {
 
 // Flags every subcommand takes.
 struct CommonOptions {
-  std::string device = "auto";     // auto | cpu | cuda | cuda:N
-  int64_t threads = 0;             // 0 = all cores
-  std::optional<uint64_t> seed;    // overrides the config's seed when given
+  std::string device = "auto";   // auto | cpu | cuda | cuda:N
+  int64_t threads = 0;           // 0 = all cores
+  std::optional<uint64_t> seed;  // overrides the config's seed when given
   bool quiet = false;
   bool verbose = false;
 };

@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "model_inputs.hpp"
 #include "vit/train/precision.hpp"
@@ -26,7 +26,8 @@ int run_predict(const PredictOptions& o) {
   const int64_t classes = loaded.config.model.num_classes;
   int64_t k = o.topk;
   if (k > classes) {
-    spdlog::warn("--topk {} is more than the model's {} classes; showing all {}", k, classes, classes);
+    spdlog::warn("--topk {} is more than the model's {} classes; showing all {}", k, classes,
+                 classes);
     k = classes;
   }
   const ImageInputs inputs = load_image_inputs(o.images, loaded.config, device);
@@ -44,9 +45,13 @@ int run_predict(const PredictOptions& o) {
     nlohmann::json top = nlohmann::json::array();
     for (int64_t j = 0; j < k; ++j) {
       const int64_t index = top_index[i][j].item<int64_t>();
-      top.push_back({{"index", index}, {"class", loaded.class_names[index]}, {"prob", top_probs[i][j].item<double>()}});
+      top.push_back({{"index", index},
+                     {"class", loaded.class_names[index]},
+                     {"prob", top_probs[i][j].item<double>()}});
     }
-    out.push_back({{"image", inputs.paths[i]}, {"logits", to_vector(logits[i])}, {"probs", to_vector(probs[i])},
+    out.push_back({{"image", inputs.paths[i]},
+                   {"logits", to_vector(logits[i])},
+                   {"probs", to_vector(probs[i])},
                    {"top", top}});
   }
   if (o.json) {
@@ -56,8 +61,8 @@ int run_predict(const PredictOptions& o) {
   for (const auto& item : out) {
     std::cout << item["image"].get<std::string>() << "\n";
     for (const auto& t : item["top"])
-      std::cout << fmt::format("  {:6.2f}%  {} ({})\n", 100 * t["prob"].get<double>(), t["class"].get<std::string>(),
-                               t["index"].get<int64_t>());
+      std::cout << fmt::format("  {:6.2f}%  {} ({})\n", 100 * t["prob"].get<double>(),
+                               t["class"].get<std::string>(), t["index"].get<int64_t>());
   }
   return 0;
 }
@@ -66,15 +71,20 @@ int run_predict(const PredictOptions& o) {
 
 std::shared_ptr<PredictOptions> register_predict(Cli& cli) {
   auto options = std::make_shared<PredictOptions>();
-  auto* cmd = cli.app().add_subcommand("predict", "Classify images with a checkpoint (top-K classes)");
-  cmd->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
+  auto* cmd =
+      cli.app().add_subcommand("predict", "Classify images with a checkpoint (top-K classes)");
+  cmd->add_option("--checkpoint", options->checkpoint,
+                  "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--config", options->config, "config giving a timm .safetensors file's architecture")
+  cmd->add_option("--config", options->config,
+                  "config giving a timm .safetensors file's architecture")
       ->check(CLI::ExistingFile);
   cmd->add_option("--images", options->images, "image files (any size and channel count)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--topk", options->topk, "how many classes to show")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--topk", options->topk, "how many classes to show")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--json", options->json, "print a JSON array");
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_predict(*options); }});

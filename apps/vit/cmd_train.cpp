@@ -30,7 +30,8 @@ Config resolve_config(const TrainOptions& o) {
   if (o.config) return load_config(*o.config, o.overrides);
   if (!o.resume) throw Error("vit train needs --config FILE (or --resume CKPT)");
   Config c = read_checkpoint_meta(*o.resume).config;
-  for (const auto& assignment : o.overrides) apply_override(c, assignment);
+  for (const auto& assignment : o.overrides)
+    apply_override(c, assignment);
   c.validate();
   return c;
 }
@@ -51,15 +52,17 @@ void draw_curves(const std::string& run_dir) {
     curves.val_loss.push_back(r.val_loss);
     curves.val_acc.push_back(r.val_acc);
   }
-  io::write_png(run_dir + "/curves.png", io::plot_training_curves(curves, fs::path(run_dir).filename().string()));
+  io::write_png(run_dir + "/curves.png",
+                io::plot_training_curves(curves, fs::path(run_dir).filename().string()));
 }
 
 void log_summary(const TrainSummary& s, const std::string& run_dir) {
-  spdlog::info("stopped: {} after {} steps ({:.2f} epochs, {:.0f} s)", s.stop_reason, s.steps, s.epochs,
-               s.train_seconds);
+  spdlog::info("stopped: {} after {} steps ({:.2f} epochs, {:.0f} s)", s.stop_reason, s.steps,
+               s.epochs, s.train_seconds);
   spdlog::info("best val acc {:.4f} at step {}", s.best_val_acc, s.best_step);
-  if (s.test) spdlog::info("test acc {:.4f}, test loss {:.4f} ({} images, best.pt)", s.test->accuracy, s.test->loss,
-                           s.test->count);
+  if (s.test)
+    spdlog::info("test acc {:.4f}, test loss {:.4f} ({} images, best.pt)", s.test->accuracy,
+                 s.test->loss, s.test->count);
   if (s.stop_reason == "interrupted")
     spdlog::info("continue with: vit train --resume {}/last.pt", run_dir);
   rusage usage{};
@@ -73,14 +76,15 @@ int run_train(const TrainOptions& o) {
   apply_common_options(o.common, &config);
   const c10::Device device = chosen_device(o.common, &config);
   const std::string run_dir =
-      !o.out.empty() ? o.out
-                     : (o.resume ? fs::path(*o.resume).parent_path().string() : new_run_dir(config.name, ""));
+      !o.out.empty()
+          ? o.out
+          : (o.resume ? fs::path(*o.resume).parent_path().string() : new_run_dir(config.name, ""));
   fs::create_directories(run_dir);
   log_to_file(run_dir + "/train.log");
   write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
   point_latest_at(run_dir);
-  spdlog::info("run {} on {} ({} threads), precision {}", run_dir, device.str(), at::get_num_threads(),
-               config.train.precision);
+  spdlog::info("run {} on {} ({} threads), precision {}", run_dir, device.str(),
+               at::get_num_threads(), config.train.precision);
 
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();
@@ -95,11 +99,13 @@ int run_train(const TrainOptions& o) {
 
 std::shared_ptr<TrainOptions> register_train(Cli& cli) {
   auto options = std::make_shared<TrainOptions>();
-  auto* cmd = cli.app().add_subcommand("train", "Train a ViT from a JSON config (early stopping, checkpoints)");
+  auto* cmd = cli.app().add_subcommand(
+      "train", "Train a ViT from a JSON config (early stopping, checkpoints)");
   cmd->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
   cmd->add_option("--set", options->overrides, "override a config key, e.g. --set train.epochs=5");
   cmd->add_option("--out", options->out, "run folder (default: runs/<name>-<timestamp>)");
-  cmd->add_option("--resume", options->resume, "continue from a checkpoint, e.g. runs/latest/last.pt")
+  cmd->add_option("--resume", options->resume,
+                  "continue from a checkpoint, e.g. runs/latest/last.pt")
       ->check(CLI::ExistingFile);
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_train(*options); }});

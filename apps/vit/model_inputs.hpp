@@ -25,7 +25,8 @@ struct ImageInputs {
 
 // Reads each file (any size or channel count), converts it to the model's
 // channels, resizes it to model.image_size and normalises with data.mean/std.
-ImageInputs load_image_inputs(const std::vector<std::string>& paths, const Config& config, c10::Device device);
+ImageInputs load_image_inputs(const std::vector<std::string>& paths, const Config& config,
+                              c10::Device device);
 
 // uint8 (B, C, S, S) -> float normalised with the config's mean and std.
 at::Tensor normalize_pixels(const at::Tensor& pixels, const Config& config, c10::Device device);

@@ -9,7 +9,8 @@ namespace vit {
 // Calls write(temp_path) for a temporary file next to `path`, then renames it
 // over `path`. If write throws or the rename fails, the temporary file is
 // removed, `path` is left as it was, and a vit::Error names the path.
-void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
+void write_atomically(const std::string& path,
+                      const std::function<void(const std::string&)>& write);
 
 // Writes `text` to `path` atomically.
 void write_text_atomically(const std::string& path, const std::string& text);

@@ -12,85 +12,87 @@
 namespace vit {
 
 struct ModelConfig {
-  int64_t image_size = 32;      // pixels, square input (e.g. 32 for CIFAR, 224 for ImageNet)
-  int64_t patch_size = 4;       // pixels; must divide image_size
-  int64_t channels = 3;         // 1 = gray, 3 = RGB
-  int64_t num_classes = 10;     // size of the classifier head
-  int64_t dim = 256;            // token width D
-  int64_t depth = 6;            // number of transformer blocks L
-  int64_t heads = 8;            // attention heads H
-  int64_t dim_head = 0;         // per-head width; 0 = dim / heads
-  int64_t mlp_dim = 512;        // hidden width of each block's MLP
-  std::string pool = "cls";     // "cls" (class token) | "mean" (mean of patch tokens)
-  bool qkv_bias = true;         // bias on the fused q/k/v projection (timm: true)
-  double dropout = 0.0;         // after the attention projection and in the MLP
-  double emb_dropout = 0.0;     // after adding the position embedding
-  double attn_dropout = 0.0;    // on the attention probabilities
-  double layer_norm_eps = 1e-6; // timm's ViT uses 1e-6
+  int64_t image_size = 32;       // pixels, square input (e.g. 32 for CIFAR, 224 for ImageNet)
+  int64_t patch_size = 4;        // pixels; must divide image_size
+  int64_t channels = 3;          // 1 = gray, 3 = RGB
+  int64_t num_classes = 10;      // size of the classifier head
+  int64_t dim = 256;             // token width D
+  int64_t depth = 6;             // number of transformer blocks L
+  int64_t heads = 8;             // attention heads H
+  int64_t dim_head = 0;          // per-head width; 0 = dim / heads
+  int64_t mlp_dim = 512;         // hidden width of each block's MLP
+  std::string pool = "cls";      // "cls" (class token) | "mean" (mean of patch tokens)
+  bool qkv_bias = true;          // bias on the fused q/k/v projection (timm: true)
+  double dropout = 0.0;          // after the attention projection and in the MLP
+  double emb_dropout = 0.0;      // after adding the position embedding
+  double attn_dropout = 0.0;     // on the attention probabilities
+  double layer_norm_eps = 1e-6;  // timm's ViT uses 1e-6
 
-  int64_t grid() const { return image_size / patch_size; }       // patches per side g
-  int64_t num_patches() const { return grid() * grid(); }         // g*g
+  int64_t grid() const { return image_size / patch_size; }  // patches per side g
+  int64_t num_patches() const { return grid() * grid(); }   // g*g
   int64_t head_dim() const { return dim_head > 0 ? dim_head : dim / heads; }
-  int64_t inner_dim() const { return heads * head_dim(); }        // width of q, k, v
+  int64_t inner_dim() const { return heads * head_dim(); }  // width of q, k, v
 };
 
 struct AugmentConfig {
-  int64_t crop_padding = 4;             // pixels of padding before a random crop; 0 = off
-  std::string padding_mode = "zeros";   // "zeros" | "reflect"
-  bool hflip = true;                    // random horizontal flip (off for digits)
-  int64_t randaugment_ops = 0;          // RandAugment-style ops per image; 0 = off
-  double randaugment_magnitude = 9.0;   // 0..30, RandAugment's scale
-  double mixup_alpha = 0.0;             // Beta(a, a) for mixup; 0 = off
-  double cutmix_alpha = 0.0;            // Beta(a, a) for cutmix; 0 = off
-  double mix_prob = 1.0;                // probability that a batch is mixed at all
+  int64_t crop_padding = 4;            // pixels of padding before a random crop; 0 = off
+  std::string padding_mode = "zeros";  // "zeros" | "reflect"
+  bool hflip = true;                   // random horizontal flip (off for digits)
+  int64_t randaugment_ops = 0;         // RandAugment-style ops per image; 0 = off
+  double randaugment_magnitude = 9.0;  // 0..30, RandAugment's scale
+  double mixup_alpha = 0.0;            // Beta(a, a) for mixup; 0 = off
+  double cutmix_alpha = 0.0;           // Beta(a, a) for cutmix; 0 = off
+  double mix_prob = 1.0;               // probability that a batch is mixed at all
 };
 
 struct DataConfig {
-  std::string dataset = "cifar10";  // cifar10 | cifar100 | mnist | fashion-mnist | tiny-imagenet | image-folder
+  std::string dataset =
+      "cifar10";  // cifar10 | cifar100 | mnist | fashion-mnist | tiny-imagenet | image-folder
   std::string root = "data/cifar-10-batches-bin";  // folder holding the dataset's files
-  int64_t val_size = 5000;          // training images held out for validation (stratified)
+  int64_t val_size = 5000;  // training images held out for validation (stratified)
   std::vector<double> mean = {0.4914, 0.4822, 0.4465};  // per channel, on [0,1] pixels
   std::vector<double> std = {0.2470, 0.2435, 0.2616};   // per channel
   AugmentConfig augment;
-  int64_t limit_train = 0;          // use only the first N training images; 0 = all
-  int64_t limit_test = 0;           // use only the first N test images; 0 = all
-  bool skip_corrupt = false;        // skip unreadable images with a warning instead of failing
-  std::string cache_dir = "";       // where decoded-image caches go if root is read-only; "" = ~/.cache/vit
+  int64_t limit_train = 0;    // use only the first N training images; 0 = all
+  int64_t limit_test = 0;     // use only the first N test images; 0 = all
+  bool skip_corrupt = false;  // skip unreadable images with a warning instead of failing
+  std::string cache_dir =
+      "";  // where decoded-image caches go if root is read-only; "" = ~/.cache/vit
 };
 
 struct TrainConfig {
   int64_t batch_size = 128;
-  int64_t eval_batch_size = 0;      // 0 = 2 * batch_size
+  int64_t eval_batch_size = 0;  // 0 = 2 * batch_size
   int64_t epochs = 100;
-  std::string optimizer = "adamw";  // "adamw" | "sgd" (with momentum)
-  double lr = 1e-3;                 // peak learning rate after warmup
-  double min_lr = 1e-6;             // floor of the cosine schedule
-  double momentum = 0.9;            // SGD only
+  std::string optimizer = "adamw";           // "adamw" | "sgd" (with momentum)
+  double lr = 1e-3;                          // peak learning rate after warmup
+  double min_lr = 1e-6;                      // floor of the cosine schedule
+  double momentum = 0.9;                     // SGD only
   std::vector<double> betas = {0.9, 0.999};  // AdamW only
-  double weight_decay = 0.05;       // weights only; not biases, norms, cls token, pos embedding
-  double warmup_epochs = 5;         // linear warmup, in epochs (fractions allowed)
+  double weight_decay = 0.05;  // weights only; not biases, norms, cls token, pos embedding
+  double warmup_epochs = 5;    // linear warmup, in epochs (fractions allowed)
   double label_smoothing = 0.1;
-  double grad_clip = 1.0;           // max global gradient norm; 0 = off
-  int64_t early_stop_patience = 10; // validations without improvement; 0 = never stop early
+  double grad_clip = 1.0;             // max global gradient norm; 0 = off
+  int64_t early_stop_patience = 10;   // validations without improvement; 0 = never stop early
   double early_stop_min_delta = 0.0;  // required improvement of val accuracy (fraction)
-  int64_t validate_every = 0;       // steps between validations; 0 = once per epoch
-  std::string precision = "fp32";   // "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
-  double log_every_s = 10.0;        // seconds between plain progress lines off a terminal
+  int64_t validate_every = 0;         // steps between validations; 0 = once per epoch
+  std::string precision = "fp32";     // "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
+  double log_every_s = 10.0;          // seconds between plain progress lines off a terminal
 };
 
 struct AnalysisConfig {
-  std::string head_fusion = "mean"; // rollout: "mean" | "max" | "min"
-  double discard_ratio = 0.0;       // rollout: fraction of weakest patch links dropped per layer
-  int64_t rollout_samples = 16;     // images drawn from the validation split for rollout
-  int64_t distance_samples = 128;   // images averaged for mean attention distance
-  bool renormalize = false;         // attention distance: renormalise rows after dropping cls
+  std::string head_fusion = "mean";  // rollout: "mean" | "max" | "min"
+  double discard_ratio = 0.0;        // rollout: fraction of weakest patch links dropped per layer
+  int64_t rollout_samples = 16;      // images drawn from the validation split for rollout
+  int64_t distance_samples = 128;    // images averaged for mean attention distance
+  bool renormalize = false;          // attention distance: renormalise rows after dropping cls
 };
 
 struct Config {
-  std::string name = "cifar10";     // run name; run folders are runs/<name>-<timestamp>
+  std::string name = "cifar10";  // run name; run folders are runs/<name>-<timestamp>
   uint64_t seed = 0;
-  std::string device = "auto";      // "auto" | "cpu" | "cuda" | "cuda:N"
-  int64_t threads = 0;              // LibTorch intra-op threads; 0 = all cores
+  std::string device = "auto";  // "auto" | "cpu" | "cuda" | "cuda:N"
+  int64_t threads = 0;          // LibTorch intra-op threads; 0 = all cores
   ModelConfig model;
   DataConfig data;
   TrainConfig train;
@@ -115,6 +117,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 Config parse_config_string(const std::string& text, const std::string& source_name);
 
 // Per-dataset normalisation defaults: (mean, std).
-std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(const std::string& dataset);
+std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
+    const std::string& dataset);
 
 }  // namespace vit

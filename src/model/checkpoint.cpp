@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
 #include "vit/model/safetensors.hpp"
@@ -15,14 +15,17 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 LoadedModel load_pt(const std::string& path, const std::optional<std::string>& config_path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
   } catch (const c10::Error& e) {
-    throw Error(path + ": not a readable vit checkpoint (" + first_line(e.what_without_backtrace()) + ")");
+    throw Error(path + ": not a readable vit checkpoint (" +
+                first_line(e.what_without_backtrace()) + ")");
   }
   c10::IValue meta_value;
   if (!archive.try_read(kMetaKey, meta_value) || !meta_value.isString())
@@ -31,7 +34,8 @@ LoadedModel load_pt(const std::string& path, const std::optional<std::string>& c
   if (config_path) {
     const auto diffs = architecture_differences(load_config(*config_path).model, meta.config.model);
     if (!diffs.empty())
-      throw Error(path + ": architecture differs from " + *config_path + " (" + diffs.front() + ")");
+      throw Error(path + ": architecture differs from " + *config_path + " (" + diffs.front() +
+                  ")");
   }
   LoadedModel loaded{VisionTransformer(meta.config.model), meta.config, meta.class_names, path};
   torch::serialize::InputArchive model_archive;
@@ -102,7 +106,8 @@ LoadedModel load_safetensors_model(const std::string& path,
 std::vector<std::string> architecture_differences(const ModelConfig& a, const ModelConfig& b) {
   std::vector<std::string> diffs;
   const auto check = [&](const char* name, auto x, auto y) {
-    if (x != y) diffs.push_back(std::string(name) + " " + std::to_string(x) + " vs " + std::to_string(y));
+    if (x != y)
+      diffs.push_back(std::string(name) + " " + std::to_string(x) + " vs " + std::to_string(y));
   };
   check("image_size", a.image_size, b.image_size);
   check("patch_size", a.patch_size, b.patch_size);
@@ -164,18 +169,21 @@ CheckpointMeta meta_from_json(const std::string& text, const std::string& source
 
 LoadedModel load_model(const std::string& path, const std::optional<std::string>& config_path) {
   if (!fs::exists(path)) throw Error(path + ": checkpoint not found");
-  if (fs::path(path).extension() == ".safetensors") return load_safetensors_model(path, config_path);
+  if (fs::path(path).extension() == ".safetensors")
+    return load_safetensors_model(path, config_path);
   LoadedModel loaded = load_pt(path, config_path);
   loaded.model->eval();
   return loaded;
 }
 
-std::string resolve_checkpoint_path(const std::optional<std::string>& given, const std::string& runs_dir) {
+std::string resolve_checkpoint_path(const std::optional<std::string>& given,
+                                    const std::string& runs_dir) {
   if (given) return *given;
   const fs::path latest = fs::path(runs_dir) / "latest" / "best.pt";
   if (!fs::exists(latest))
-    throw Error("no --checkpoint given and " + latest.string() +
-                " does not exist; train a model first (vit train --config FILE) or pass --checkpoint");
+    throw Error(
+        "no --checkpoint given and " + latest.string() +
+        " does not exist; train a model first (vit train --config FILE) or pass --checkpoint");
   return latest.string();
 }
 

@@ -26,20 +26,22 @@ torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
   proj = register_module(
-      "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(cfg.channels, cfg.dim, cfg.patch_size)
-                                    .stride(cfg.patch_size)));
+      "proj",
+      torch::nn::Conv2d(
+          torch::nn::Conv2dOptions(cfg.channels, cfg.dim, cfg.patch_size).stride(cfg.patch_size)));
 }
 
 torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
-  return proj(x)               // (B, D, g, g)
+  return proj(x)                 // (B, D, g, g)
       .flatten(/*start_dim=*/2)  // (B, D, g*g)
-      .transpose(1, 2);        // (B, g*g, D)
+      .transpose(1, 2);          // (B, g*g, D)
 }
 
 AttentionImpl::AttentionImpl(const ModelConfig& cfg)
     : heads_(cfg.heads), head_dim_(cfg.head_dim()), attn_dropout_(cfg.attn_dropout) {
   qkv = register_module(
-      "qkv", torch::nn::Linear(torch::nn::LinearOptions(cfg.dim, 3 * cfg.inner_dim()).bias(cfg.qkv_bias)));
+      "qkv",
+      torch::nn::Linear(torch::nn::LinearOptions(cfg.dim, 3 * cfg.inner_dim()).bias(cfg.qkv_bias)));
   proj = register_module("proj", torch::nn::Linear(cfg.inner_dim(), cfg.dim));
   attn_drop = register_module("attn_drop", torch::nn::Dropout(cfg.attn_dropout));
   proj_drop = register_module("proj_drop", torch::nn::Dropout(cfg.dropout));
@@ -47,19 +49,20 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
 
 std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1);
-  return qkv(x)                                  // (B, N, 3*I)
-      .reshape({B, N, 3, heads_, head_dim_})     // (B, N, 3, H, Dh)
-      .permute({2, 0, 3, 1, 4})                  // (3, B, H, N, Dh)
-      .unbind(0);                                // q, k, v: (B, H, N, Dh)
+  return qkv(x)                               // (B, N, 3*I)
+      .reshape({B, N, 3, heads_, head_dim_})  // (B, N, 3, H, Dh)
+      .permute({2, 0, 3, 1, 4})               // (3, B, H, N, Dh)
+      .unbind(0);                             // q, k, v: (B, H, N, Dh)
 }
 
 torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(2);
-  return proj_drop(proj(x.transpose(1, 2)                       // (B, N, H, Dh)
+  return proj_drop(proj(x.transpose(1, 2)                            // (B, N, H, Dh)
                             .reshape({B, N, heads_ * head_dim_})));  // (B, N, I) -> (B, N, D)
 }
 
-std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(const torch::Tensor& x) {
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
+    const torch::Tensor& x) {
   const auto qkv_heads = split_heads(x);
   const auto& q = qkv_heads[0];
   const auto& k = qkv_heads[1];
@@ -68,8 +71,8 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(co
   // The softmax runs in fp32 even under bf16 autocast, so the probabilities
   // handed to the analyses sum to 1 at full precision.
   auto attn = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, /*dim=*/-1,
-                             torch::kFloat);                                  // (B, H, N, N)
-  auto out = torch::matmul(attn_drop(attn).to(v.scalar_type()), v);          // (B, H, N, Dh)
+                             torch::kFloat);                         // (B, H, N, N)
+  auto out = torch::matmul(attn_drop(attn).to(v.scalar_type()), v);  // (B, H, N, Dh)
   return {merge_heads(out), attn};
 }
 
@@ -108,7 +111,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
   return x + mlp(norm2(x));
 }
 
-std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(const torch::Tensor& input) {
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(
+    const torch::Tensor& input) {
   auto [attended, probs] = attn->forward_with_attention(norm1(input));
   auto x = input + attended;
   return {x + mlp(norm2(x)), probs};
@@ -120,7 +124,8 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg)
   pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.num_patches() + 1, cfg.dim}));
   pos_drop = register_module("pos_drop", torch::nn::Dropout(cfg.emb_dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < cfg.depth; ++i) blocks->push_back(Block(cfg));
+  for (int64_t i = 0; i < cfg.depth; ++i)
+    blocks->push_back(Block(cfg));
   norm = register_module("norm", make_norm(cfg));
   head = register_module("head", torch::nn::Linear(cfg.dim, cfg.num_classes));
   init_weights();
@@ -145,9 +150,10 @@ void VisionTransformerImpl::init_weights() {
 }
 
 torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
-  auto patches = patch_embed(images);                                  // (B, g*g, D)
-  auto cls = cls_token.expand({patches.size(0), -1, -1});              // (B, 1, D)
-  return pos_drop(torch::cat({cls.to(patches.scalar_type()), patches}, /*dim=*/1) + pos_embed);  // (B, N, D)
+  auto patches = patch_embed(images);                      // (B, g*g, D)
+  auto cls = cls_token.expand({patches.size(0), -1, -1});  // (B, 1, D)
+  return pos_drop(torch::cat({cls.to(patches.scalar_type()), patches}, /*dim=*/1) +
+                  pos_embed);  // (B, N, D)
 }
 
 torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
@@ -159,7 +165,8 @@ torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
   auto x = embed(images);
-  for (const auto& block : *blocks) x = block->as<Block>()->forward(x);
+  for (const auto& block : *blocks)
+    x = block->as<Block>()->forward(x);
   return classify(x);
 }
 

@@ -11,14 +11,17 @@ namespace {
 constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kCpuRngKey = "rng_cpu";
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 torch::serialize::InputArchive open_archive(const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
   } catch (const c10::Error& e) {
-    throw Error(path + ": not a readable vit checkpoint (" + first_line(e.what_without_backtrace()) + ")");
+    throw Error(path + ": not a readable vit checkpoint (" +
+                first_line(e.what_without_backtrace()) + ")");
   }
   return archive;
 }
@@ -33,7 +36,8 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& archive, const std::str
 }  // namespace
 
 void save_training_checkpoint(const std::string& path, VisionTransformer& model,
-                              const torch::optim::Optimizer& optimizer, const CheckpointMeta& meta) {
+                              const torch::optim::Optimizer& optimizer,
+                              const CheckpointMeta& meta) {
   write_atomically(path, [&](const std::string& temp) {
     torch::serialize::OutputArchive archive;
     archive.write(kMetaKey, c10::IValue(meta_to_json(meta)));
@@ -58,7 +62,8 @@ CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransf
   CheckpointMeta meta = read_meta(archive, path);
   const auto diffs = architecture_differences(model->config(), meta.config.model);
   if (!diffs.empty())
-    throw Error(path + ": the checkpoint's architecture differs from the model's (" + diffs.front() + ")");
+    throw Error(path + ": the checkpoint's architecture differs from the model's (" +
+                diffs.front() + ")");
   try {
     torch::serialize::InputArchive model_archive, optimizer_archive;
     archive.read(kModelKey, model_archive);

@@ -40,7 +40,8 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, i
     r.accuracy = r.predictions.eq(r.labels).to(torch::kDouble).mean().item<double>();
   }
   const auto per_class_total = r.confusion.sum(/*dim=*/1).to(torch::kDouble);
-  r.per_class_accuracy = r.confusion.diagonal().to(torch::kDouble) / per_class_total;  // NaN if empty
+  r.per_class_accuracy =
+      r.confusion.diagonal().to(torch::kDouble) / per_class_total;  // NaN if empty
   return r;
 }
 

@@ -19,16 +19,22 @@ constexpr const char* kCsvHeader =
     "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s";
 
 json to_json(const ValidationRecord& r) {
-  return {{"step", r.step},       {"epoch", r.epoch},         {"train_loss", r.train_loss},
-          {"train_acc", r.train_acc}, {"val_loss", r.val_loss}, {"val_acc", r.val_acc},
-          {"best_val_acc", r.best_val_acc}, {"lr", r.lr}, {"images_per_sec", r.images_per_sec},
+  return {{"step", r.step},
+          {"epoch", r.epoch},
+          {"train_loss", r.train_loss},
+          {"train_acc", r.train_acc},
+          {"val_loss", r.val_loss},
+          {"val_acc", r.val_acc},
+          {"best_val_acc", r.best_val_acc},
+          {"lr", r.lr},
+          {"images_per_sec", r.images_per_sec},
           {"elapsed_s", r.elapsed_s}};
 }
 
 std::string to_csv(const ValidationRecord& r) {
-  return fmt::format("{},{:.4f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6g},{:.1f},{:.1f}", r.step, r.epoch,
-                     r.train_loss, r.train_acc, r.val_loss, r.val_acc, r.best_val_acc, r.lr, r.images_per_sec,
-                     r.elapsed_s);
+  return fmt::format("{},{:.4f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6g},{:.1f},{:.1f}", r.step,
+                     r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc, r.best_val_acc,
+                     r.lr, r.images_per_sec, r.elapsed_s);
 }
 
 ValidationRecord from_json(const json& j) {
@@ -86,7 +92,8 @@ std::vector<ValidationRecord> MetricsLog::read(const std::string& jsonl_path) {
     try {
       records.push_back(from_json(json::parse(line)));
     } catch (const json::exception& e) {
-      throw Error(jsonl_path + ":" + std::to_string(line_number) + ": not a metrics record (" + e.what() + ")");
+      throw Error(jsonl_path + ":" + std::to_string(line_number) + ": not a metrics record (" +
+                  e.what() + ")");
     }
   }
   return records;

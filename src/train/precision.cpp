@@ -12,14 +12,17 @@ namespace {
 // LibTorch 2.4 replaced the per-device autocast functions with ones that take
 // the device type; 1.13 (Debian) only has the old ones.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool autocast_enabled(c10::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
+bool autocast_enabled(c10::DeviceType type) {
+  return at::autocast::is_autocast_enabled(type);
+}
 void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
   at::autocast::set_autocast_dtype(type, dtype);
   at::autocast::set_autocast_enabled(type, enabled);
 }
 #else
 bool autocast_enabled(c10::DeviceType type) {
-  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
+                                       : at::autocast::is_cpu_enabled();
 }
 void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
   if (type == c10::DeviceType::CUDA) {
@@ -34,7 +37,8 @@ void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
 
 }  // namespace
 
-AutocastScope::AutocastScope(const std::string& precision, c10::Device device) : device_type_(device.type()) {
+AutocastScope::AutocastScope(const std::string& precision, c10::Device device)
+    : device_type_(device.type()) {
   if (precision == "fp32") return;
   if (precision != "bf16" && precision != "fp16")
     throw Error("train.precision '" + precision + "': expected fp32 | bf16 | fp16");
@@ -47,7 +51,8 @@ AutocastScope::AutocastScope(const std::string& precision, c10::Device device) :
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
-  set_autocast(device_type_, previous_enabled_, device_type_ == c10::DeviceType::CUDA ? at::kHalf : at::kBFloat16);
+  set_autocast(device_type_, previous_enabled_,
+               device_type_ == c10::DeviceType::CUDA ? at::kHalf : at::kBFloat16);
   if (!previous_enabled_) at::autocast::clear_cache();
 }
 

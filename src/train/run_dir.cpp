@@ -11,7 +11,8 @@
 namespace vit {
 namespace fs = std::filesystem;
 
-std::string new_run_dir(const std::string& name, const std::string& out, const std::string& runs_root) {
+std::string new_run_dir(const std::string& name, const std::string& out,
+                        const std::string& runs_root) {
   if (!out.empty()) return out;
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -20,7 +21,8 @@ std::string new_run_dir(const std::string& name, const std::string& out, const s
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
   const std::string base = (fs::path(runs_root) / (name + "-" + stamp)).string();
   std::string dir = base;
-  for (int i = 2; fs::exists(dir); ++i) dir = base + "-" + std::to_string(i);
+  for (int i = 2; fs::exists(dir); ++i)
+    dir = base + "-" + std::to_string(i);
   return dir;
 }
 

@@ -23,8 +23,14 @@ void install_stop_signal_handlers() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
-bool stop_requested() { return stop_flag != 0; }
-void request_stop() { stop_flag = 1; }
-void clear_stop_request() { stop_flag = 0; }
+bool stop_requested() {
+  return stop_flag != 0;
+}
+void request_stop() {
+  stop_flag = 1;
+}
+void clear_stop_request() {
+  stop_flag = 0;
+}
 
 }  // namespace vit

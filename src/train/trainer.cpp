@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
@@ -30,9 +30,10 @@ double seconds_since(Clock::time_point start) {
 
 // Cross-entropy against soft targets (B, K) from mixup/cutmix, with the same
 // label smoothing as the hard-label loss.
-torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor& targets, double smoothing) {
+torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                               double smoothing) {
   const auto k = static_cast<double>(logits.size(1));
-  const auto smoothed = targets * (1.0 - smoothing) + smoothing / k;            // (B, K)
+  const auto smoothed = targets * (1.0 - smoothing) + smoothing / k;  // (B, K)
   return -(smoothed * torch::log_softmax(logits, /*dim=*/1)).sum(/*dim=*/1).mean();
 }
 
@@ -58,26 +59,32 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
       early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
       scaler_(config_.train.precision == "fp16") {
   if (splits_.train.num_classes() != config_.model.num_classes)
-    throw Error(fmt::format("the dataset has {} classes but model.num_classes is {}", splits_.train.num_classes(),
-                            config_.model.num_classes));
+    throw Error(fmt::format("the dataset has {} classes but model.num_classes is {}",
+                            splits_.train.num_classes(), config_.model.num_classes));
   if (splits_.val.size() == 0)
-    throw Error("the validation split is empty; set data.val_size > 0 (early stopping and best.pt need it)");
+    throw Error(
+        "the validation split is empty; set data.val_size > 0 (early stopping and best.pt need "
+        "it)");
   torch::manual_seed(config_.seed);
   model_ = VisionTransformer(config_.model);
   model_->to(device_);
   optimizer_ = make_optimizer(model_, config_.train);
-  train_loader_ = std::make_unique<data::BatchLoader>(splits_.train, data::loader_options(config_, device_, true));
-  val_loader_ = std::make_unique<data::BatchLoader>(splits_.val, data::loader_options(config_, device_, false));
+  train_loader_ = std::make_unique<data::BatchLoader>(splits_.train,
+                                                      data::loader_options(config_, device_, true));
+  val_loader_ = std::make_unique<data::BatchLoader>(splits_.val,
+                                                    data::loader_options(config_, device_, false));
   steps_per_epoch_ = train_loader_->batches_per_epoch();
   if (steps_per_epoch_ == 0)
-    throw Error(fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
-                            splits_.train.size(), config_.train.batch_size));
+    throw Error(
+        fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
+                    splits_.train.size(), config_.train.batch_size));
 }
 
 Trainer::~Trainer() = default;
 
 bool Trainer::validation_due(int64_t step) const {
-  const int64_t every = config_.train.validate_every > 0 ? config_.train.validate_every : steps_per_epoch_;
+  const int64_t every =
+      config_.train.validate_every > 0 ? config_.train.validate_every : steps_per_epoch_;
   return step % every == 0 || step == config_.train.epochs * steps_per_epoch_;
 }
 
@@ -91,16 +98,17 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch) {
   }
   logits = logits.to(torch::kFloat);  // (B, K); the loss is computed in fp32
   const double smoothing = config_.train.label_smoothing;
-  const auto loss = batch.targets.defined()
-                        ? soft_target_loss(logits, batch.targets, smoothing)
-                        : torch::nn::functional::cross_entropy(
-                              logits, batch.labels,
-                              torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
+  const auto loss =
+      batch.targets.defined()
+          ? soft_target_loss(logits, batch.targets, smoothing)
+          : torch::nn::functional::cross_entropy(
+                logits, batch.labels,
+                torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
   const double loss_value = loss.item<double>();
   if (!std::isfinite(loss_value)) {
     const auto last = fs::path(run_dir_) / "last.pt";
-    throw Error(fmt::format("training loss is {} at step {} (epoch {}); stopping. {}", loss_value, step_ + 1,
-                            step_ / steps_per_epoch_ + 1,
+    throw Error(fmt::format("training loss is {} at step {} (epoch {}); stopping. {}", loss_value,
+                            step_ + 1, step_ / steps_per_epoch_ + 1,
                             fs::exists(last) ? "The last good checkpoint is " + last.string()
                                              : std::string("No checkpoint was written before it")));
   }
@@ -108,7 +116,8 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch) {
   const auto parameters = model_->parameters();
   const bool finite = scaler_.unscale(parameters);
   if (finite) {
-    if (config_.train.grad_clip > 0) torch::nn::utils::clip_grad_norm_(parameters, config_.train.grad_clip);
+    if (config_.train.grad_clip > 0)
+      torch::nn::utils::clip_grad_norm_(parameters, config_.train.grad_clip);
     optimizer_->step();
   }
   scaler_.update(finite);
@@ -141,7 +150,8 @@ TrainSummary Trainer::fit() {
   if (resume_) {
     const CheckpointMeta m = restore_training_checkpoint(*resume_, model_, *optimizer_);
     step_ = m.step;
-    early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best, /*has_best=*/m.best_step > 0);
+    early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best,
+                            /*has_best=*/m.best_step > 0);
     spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", *resume_, step_,
                  step_ / steps_per_epoch_ + 1, m.best_metric);
     if (m.finished) summary.stop_reason = "already finished (" + m.stop_reason + ")";
@@ -156,7 +166,8 @@ TrainSummary Trainer::fit() {
   const int64_t first_step = step_;
   while (summary.stop_reason.empty() && step_ < total_steps) {
     const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
-    if (in_epoch == 0 || step_ == first_step) progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
+    if (in_epoch == 0 || step_ == first_step)
+      progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
     const auto step_start = Clock::now();
     const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
     set_learning_rate(*optimizer_, lr);
@@ -167,11 +178,13 @@ TrainSummary Trainer::fit() {
     correct += result.correct;
     seen += result.count;
     ++steps_since_record;
-    progress.update(in_epoch + 1, loss_sum / steps_since_record, seen / std::max(train_seconds, 1e-9), lr);
+    progress.update(in_epoch + 1, loss_sum / steps_since_record,
+                    seen / std::max(train_seconds, 1e-9), lr);
 
     if (validation_due(step_)) {
       progress.clear();
-      const EvalResult val = evaluate(model_, *val_loader_, config_.model.num_classes, config_.train.precision);
+      const EvalResult val =
+          evaluate(model_, *val_loader_, config_.model.num_classes, config_.train.precision);
       const bool improved = early_stopping_.update(val.accuracy, step_);
       ValidationRecord r;
       r.step = step_;
@@ -185,15 +198,19 @@ TrainSummary Trainer::fit() {
       r.images_per_sec = seen / std::max(train_seconds, 1e-9);
       r.elapsed_s = elapsed_before + seconds_since(start);
       metrics.append(r);
-      spdlog::info("step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | {:.0f} img/s",
-                   r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
-                   improved ? " (best)" : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
-                                                      early_stopping_.best_step()),
-                   r.images_per_sec);
+      spdlog::info(
+          "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "
+          "{:.0f} img/s",
+          r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
+          improved ? " (best)"
+                   : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
+                                 early_stopping_.best_step()),
+          r.images_per_sec);
       if (early_stopping_.should_stop()) summary.stop_reason = "patience exhausted";
       const bool finished = !summary.stop_reason.empty() || step_ == total_steps;
       if (improved) save("best.pt", finished, summary.stop_reason);
-      save("last.pt", finished, finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
+      save("last.pt", finished,
+           finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
       loss_sum = 0;
       correct = seen = steps_since_record = 0;
       train_seconds = 0;

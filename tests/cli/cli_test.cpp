@@ -13,8 +13,8 @@ const std::string kConfig = std::string(VIT_SOURCE_DIR) + "/configs/cifar10.json
 TEST(Cli, GoodFlagsSetTheRightFields) {
   Cli cli(/*register_all=*/false);
   auto info = register_info(cli);
-  cli.parse({"info", "--config", kConfig, "--json", "--set", "model.depth=2", "--set", "train.lr=0.1",
-             "--device", "cpu", "--threads", "2", "--seed", "7"});
+  cli.parse({"info", "--config", kConfig, "--json", "--set", "model.depth=2", "--set",
+             "train.lr=0.1", "--device", "cpu", "--threads", "2", "--seed", "7"});
   EXPECT_EQ(info->config, kConfig);
   EXPECT_TRUE(info->json);
   EXPECT_EQ(info->overrides, (std::vector<std::string>{"model.depth=2", "train.lr=0.1"}));
@@ -37,13 +37,13 @@ TEST(Cli, DefaultsWhenFlagsAreLeftOut) {
 TEST(Cli, BadFlagsFail) {
   const std::vector<std::vector<std::string>> bad = {
       {"info", "--config", kConfig, "--bogus"},
-      {"info"},                                              // --config is required
-      {"info", "--config", "/does/not/exist.json"},          // must exist
+      {"info"},                                      // --config is required
+      {"info", "--config", "/does/not/exist.json"},  // must exist
       {"info", "--config", kConfig, "--threads", "-1"},
       {"info", "--config", kConfig, "--threads", "many"},
       {"info", "--config", kConfig, "--seed", "-3"},
       {"info", "--config", kConfig, "--quiet", "--verbose"},
-      {},                                                    // a subcommand is required
+      {},  // a subcommand is required
       {"nosuchcommand"},
   };
   for (const auto& args : bad) {

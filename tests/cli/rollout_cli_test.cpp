@@ -81,8 +81,10 @@ TEST(RolloutCli, BadNumbersSayWhatIsExpected) {
     }
     return "no error";
   };
-  EXPECT_EQ(error_of({"rollout", "--out", "m", "--samples", "0"}), "--samples: 0 is not a whole number >= 1");
-  EXPECT_EQ(error_of({"rollout", "--out", "m", "--discard-ratio", "1"}), "--discard-ratio: 1 is not in [0, 1)");
+  EXPECT_EQ(error_of({"rollout", "--out", "m", "--samples", "0"}),
+            "--samples: 0 is not a whole number >= 1");
+  EXPECT_EQ(error_of({"rollout", "--out", "m", "--discard-ratio", "1"}),
+            "--discard-ratio: 1 is not in [0, 1)");
 }
 
 class RolloutEndToEnd : public ::testing::Test {

@@ -45,15 +45,27 @@ TEST(VisionTransformer, LogitsHaveTheRightShapeAndNoNaN) {
 TEST(VisionTransformer, ParameterNamesAreTimms) {
   VisionTransformer model(small_config());
   std::vector<std::string> names;
-  for (const auto& p : model->named_parameters()) names.push_back(p.key());
-  const std::vector<std::string> expected_start = {
-      "cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias",
-      "blocks.0.norm1.weight", "blocks.0.norm1.bias", "blocks.0.attn.qkv.weight", "blocks.0.attn.qkv.bias",
-      "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias", "blocks.0.norm2.weight",
-      "blocks.0.norm2.bias", "blocks.0.mlp.fc1.weight", "blocks.0.mlp.fc1.bias", "blocks.0.mlp.fc2.weight",
-      "blocks.0.mlp.fc2.bias"};
+  for (const auto& p : model->named_parameters())
+    names.push_back(p.key());
+  const std::vector<std::string> expected_start = {"cls_token",
+                                                   "pos_embed",
+                                                   "patch_embed.proj.weight",
+                                                   "patch_embed.proj.bias",
+                                                   "blocks.0.norm1.weight",
+                                                   "blocks.0.norm1.bias",
+                                                   "blocks.0.attn.qkv.weight",
+                                                   "blocks.0.attn.qkv.bias",
+                                                   "blocks.0.attn.proj.weight",
+                                                   "blocks.0.attn.proj.bias",
+                                                   "blocks.0.norm2.weight",
+                                                   "blocks.0.norm2.bias",
+                                                   "blocks.0.mlp.fc1.weight",
+                                                   "blocks.0.mlp.fc1.bias",
+                                                   "blocks.0.mlp.fc2.weight",
+                                                   "blocks.0.mlp.fc2.bias"};
   ASSERT_GE(names.size(), expected_start.size());
-  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + expected_start.size()), expected_start);
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + expected_start.size()),
+            expected_start);
   EXPECT_EQ(names[names.size() - 4], "norm.weight");
   EXPECT_EQ(names.back(), "head.bias");
 }
@@ -61,7 +73,8 @@ TEST(VisionTransformer, ParameterNamesAreTimms) {
 int64_t counted(const ModelConfig& m) {
   VisionTransformer model(m);
   int64_t n = 0;
-  for (const auto& p : model->parameters()) n += p.numel();
+  for (const auto& p : model->parameters())
+    n += p.numel();
   return n;
 }
 
@@ -95,7 +108,8 @@ TEST(VisionTransformer, FlopsOfViTBase) {
   // patch 196*768*768 = 115,605,504; per block qkv 197*768*2304 = 348,585,984,
   // QK^T and AV 2*197*197*768 = 59,610,624, proj 197*768*768 = 116,195,328,
   // MLP 2*197*768*3072 = 929,562,624; head 768*1000 = 768,000.
-  EXPECT_EQ(forward_flops(base), 115605504 + int64_t{12} * (348585984 + 59610624 + 116195328 + 929562624) + 768000);
+  EXPECT_EQ(forward_flops(base),
+            115605504 + int64_t{12} * (348585984 + 59610624 + 116195328 + 929562624) + 768000);
   EXPECT_EQ(forward_flops(base), 17563828224);
 }
 

@@ -16,10 +16,12 @@ inline data::Dataset texture_dataset(int64_t n, uint64_t seed) {
   d.labels = torch::arange(n, torch::kLong) % 4;
   const auto rows = torch::arange(8).view({8, 1}).expand({8, 8});
   const auto cols = torch::arange(8).view({1, 8}).expand({8, 8});
-  const std::vector<torch::Tensor> textures = {(rows % 2) * 150, (cols % 2) * 150, ((rows + cols) % 2) * 150,
+  const std::vector<torch::Tensor> textures = {(rows % 2) * 150, (cols % 2) * 150,
+                                               ((rows + cols) % 2) * 150,
                                                torch::full({8, 8}, 75, torch::kLong)};
   auto images = torch::randint(0, 80, {n, 1, 8, 8}, generator, torch::kLong);
-  for (int64_t i = 0; i < n; ++i) images[i][0] += textures[d.labels[i].item<int64_t>()];
+  for (int64_t i = 0; i < n; ++i)
+    images[i][0] += textures[d.labels[i].item<int64_t>()];
   d.images = images.to(torch::kUInt8).contiguous();
   d.classes = {"rows", "columns", "checkers", "flat"};
   d.source = "synthetic textures";

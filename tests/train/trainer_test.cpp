@@ -4,13 +4,13 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/train/metrics_log.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/train/metrics_log.hpp"
 #include "vit/train/stop_signal.hpp"
 
 namespace vit {
@@ -22,8 +22,9 @@ class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     torch::set_num_threads(1);  // bit-identical reductions between runs
-    dir_ = fs::temp_directory_path() / ("vit_trainer_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("vit_trainer_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     clear_stop_request();
   }
@@ -52,7 +53,9 @@ TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
   std::ifstream csv(run("a") + "/metrics.csv");
   std::string header;
   std::getline(csv, header);
-  EXPECT_EQ(header, "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s");
+  EXPECT_EQ(
+      header,
+      "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s");
 }
 
 TEST_F(TrainerTest, ValidatesEveryNStepsAndAtTheEnd) {
@@ -62,7 +65,8 @@ TEST_F(TrainerTest, ValidatesEveryNStepsAndAtTheEnd) {
   Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("b"));
   trainer.fit();
   std::vector<int64_t> steps;
-  for (const auto& r : MetricsLog::read(run("b") + "/metrics.jsonl")) steps.push_back(r.step);
+  for (const auto& r : MetricsLog::read(run("b") + "/metrics.jsonl"))
+    steps.push_back(r.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{5, 10, 12}));
 }
 
@@ -80,7 +84,8 @@ TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
   EXPECT_FALSE(interrupted.test.has_value());
   clear_stop_request();
 
-  Trainer second(c, testing::texture_splits(), c10::kCPU, run("resumed"), run("resumed") + "/last.pt");
+  Trainer second(c, testing::texture_splits(), c10::kCPU, run("resumed"),
+                 run("resumed") + "/last.pt");
   const TrainSummary finished = second.fit();
   EXPECT_EQ(finished.stop_reason, "epochs done");
   EXPECT_EQ(finished.steps, expected.steps);
@@ -100,7 +105,8 @@ TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
 TEST_F(TrainerTest, ResumingAFinishedRunTrainsNoFurther) {
   Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("c"));
   const TrainSummary done = trainer.fit();
-  Trainer again(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("c"), run("c") + "/last.pt");
+  Trainer again(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("c"),
+                run("c") + "/last.pt");
   const TrainSummary s = again.fit();
   EXPECT_EQ(s.stop_reason, "already finished (epochs done)");
   EXPECT_EQ(s.steps, done.steps);
@@ -136,7 +142,9 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithTheStep) {
     trainer.fit();
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "training loss is -nan at step 1 (epoch 1); stopping. No checkpoint was written before it");
+    EXPECT_STREQ(
+        e.what(),
+        "training loss is -nan at step 1 (epoch 1); stopping. No checkpoint was written before it");
   }
 }
 

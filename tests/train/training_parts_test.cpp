@@ -69,7 +69,8 @@ TEST(EarlyStopping, MinDeltaAndZeroPatience) {
   EXPECT_FALSE(strict.update(0.55, 2));  // not better by more than 0.05
   EXPECT_TRUE(strict.should_stop());
   EarlyStopping never(/*patience=*/0, /*min_delta=*/0.0);
-  for (int i = 0; i < 100; ++i) never.update(0.1, i);
+  for (int i = 0; i < 100; ++i)
+    never.update(0.1, i);
   EXPECT_FALSE(never.should_stop());
 }
 
@@ -90,7 +91,8 @@ TEST(AtomicWrite, AFailedWriteLeavesNoPartialFile) {
   std::string content;
   std::getline(in, content);
   EXPECT_EQ(content, "good");
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temp file left
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()),
+            1);  // no temp file left
   fs::remove_all(dir);
 }
 
@@ -128,7 +130,8 @@ TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   EXPECT_EQ(back.class_names, meta.class_names);
   EXPECT_EQ(config_to_json_string(back.config), config_to_json_string(c));
   const auto a = model->named_parameters(), b = other->named_parameters();
-  for (const auto& p : a) EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
+  for (const auto& p : a)
+    EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
   const auto& state_a = optimizer->state();
   const auto& state_b = other_optimizer->state();
   ASSERT_EQ(state_a.size(), state_b.size());
@@ -167,7 +170,8 @@ TEST(Checkpoint, ADifferentArchitectureIsRefused) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              (dir / "x.pt").string() + ": the checkpoint's architecture differs from the model's (depth 2 vs 1)");
+              (dir / "x.pt").string() +
+                  ": the checkpoint's architecture differs from the model's (depth 2 vs 1)");
   }
   fs::remove_all(dir);
 }
@@ -219,7 +223,8 @@ TEST(RunDir, LatestResolvesToTheNewestRun) {
   std::ofstream(first + "/best.pt") << "x";
   point_latest_at(first, root.string());
   EXPECT_EQ(fs::read_symlink(root / "latest"), fs::path(first).filename());
-  EXPECT_EQ(resolve_checkpoint_path(std::nullopt, root.string()), (root / "latest" / "best.pt").string());
+  EXPECT_EQ(resolve_checkpoint_path(std::nullopt, root.string()),
+            (root / "latest" / "best.pt").string());
   EXPECT_TRUE(fs::exists(resolve_checkpoint_path(std::nullopt, root.string())));
   const std::string second = (root / "other").string();
   fs::create_directories(second);

@@ -91,7 +91,7 @@ class VisionTransformerImpl : public torch::nn::Module {
   torch::nn::Linear head{nullptr};
 
  private:
-  torch::Tensor embed(const torch::Tensor& images);    // (B,C,S,S) -> (B,N,D)
+  torch::Tensor embed(const torch::Tensor& images);     // (B,C,S,S) -> (B,N,D)
   torch::Tensor classify(const torch::Tensor& tokens);  // (B,N,D) -> (B,K)
   void init_weights();
   ModelConfig cfg_;

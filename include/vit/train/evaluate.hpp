@@ -11,14 +11,14 @@
 namespace vit {
 
 struct EvalResult {
-  double loss = 0;               // mean cross-entropy (no label smoothing)
-  double accuracy = 0;           // fraction in [0, 1]
-  int64_t count = 0;             // images evaluated
-  at::Tensor per_class_accuracy; // float64 (K); NaN for a class with no images
-  at::Tensor confusion;          // int64 (K, K): rows true class, columns predicted
-  at::Tensor losses;             // float (N): each image's loss, in loader order
-  at::Tensor predictions;        // int64 (N)
-  at::Tensor labels;             // int64 (N)
+  double loss = 0;                // mean cross-entropy (no label smoothing)
+  double accuracy = 0;            // fraction in [0, 1]
+  int64_t count = 0;              // images evaluated
+  at::Tensor per_class_accuracy;  // float64 (K); NaN for a class with no images
+  at::Tensor confusion;           // int64 (K, K): rows true class, columns predicted
+  at::Tensor losses;              // float (N): each image's loss, in loader order
+  at::Tensor predictions;         // int64 (N)
+  at::Tensor labels;              // int64 (N)
 };
 
 // `loader` must be an evaluation loader (train = false). Runs in eval mode

@@ -8,16 +8,16 @@
 namespace vit {
 
 struct ValidationRecord {
-  int64_t step = 0;            // optimizer steps done
-  double epoch = 0;            // fractional epochs done
-  double train_loss = 0;       // mean training loss since the previous record
-  double train_acc = 0;        // mean training accuracy since the previous record (hard labels)
+  int64_t step = 0;       // optimizer steps done
+  double epoch = 0;       // fractional epochs done
+  double train_loss = 0;  // mean training loss since the previous record
+  double train_acc = 0;   // mean training accuracy since the previous record (hard labels)
   double val_loss = 0;
-  double val_acc = 0;          // fraction in [0, 1]
+  double val_acc = 0;  // fraction in [0, 1]
   double best_val_acc = 0;
   double lr = 0;
-  double images_per_sec = 0;   // training throughput since the previous record
-  double elapsed_s = 0;        // wall time since the run started (resumed runs continue the count)
+  double images_per_sec = 0;  // training throughput since the previous record
+  double elapsed_s = 0;       // wall time since the run started (resumed runs continue the count)
 };
 
 class MetricsLog {

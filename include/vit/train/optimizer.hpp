@@ -13,7 +13,8 @@ namespace vit {
 // True for parameters that get weight decay.
 bool decays(const std::string& name, const torch::Tensor& parameter);
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(VisionTransformer& model, const TrainConfig& train);
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(VisionTransformer& model,
+                                                        const TrainConfig& train);
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 

@@ -10,7 +10,8 @@ namespace vit {
 class Progress {
  public:
   // interactive: draw the bar on stderr; otherwise log every log_every_s seconds.
-  Progress(bool interactive, double log_every_s) : interactive_(interactive), log_every_s_(log_every_s) {}
+  Progress(bool interactive, double log_every_s)
+      : interactive_(interactive), log_every_s_(log_every_s) {}
   // Detects a terminal on stderr.
   static bool stderr_is_terminal();
 
@@ -20,7 +21,8 @@ class Progress {
   void clear();
 
  private:
-  std::string line(int64_t step_in_epoch, double loss, double images_per_sec, double lr, int width) const;
+  std::string line(int64_t step_in_epoch, double loss, double images_per_sec, double lr,
+                   int width) const;
   bool interactive_;
   double log_every_s_;
   int64_t epoch_ = 0, epochs_ = 0, steps_ = 0, first_step_ = 0;

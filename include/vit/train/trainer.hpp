@@ -12,8 +12,8 @@
 #include "vit/config.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
-#include "vit/model/vision_transformer.hpp"
 #include "vit/model/checkpoint.hpp"
+#include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/precision.hpp"
@@ -25,12 +25,14 @@ class Optimizer;
 namespace vit {
 
 struct TrainSummary {
-  std::string stop_reason;   // "patience exhausted", "epochs done", "interrupted", "already finished"
+  std::string
+      stop_reason;  // "patience exhausted", "epochs done", "interrupted", "already finished"
   int64_t steps = 0;
-  double epochs = 0;         // fractional epochs trained
+  double epochs = 0;  // fractional epochs trained
   double best_val_acc = 0;
   int64_t best_step = 0;
-  std::optional<EvalResult> test;  // best.pt on the test split; absent when interrupted or no test split
+  std::optional<EvalResult>
+      test;                  // best.pt on the test split; absent when interrupted or no test split
   double train_seconds = 0;  // wall time of this invocation's training loop
 };
 
