@@ -5,7 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd_data.hpp"
+#include "cmd_eval.hpp"
+#include "cmd_export.hpp"
 #include "cmd_info.hpp"
+#include "cmd_predict.hpp"
+#include "cmd_train.hpp"
 #include "vit/device.hpp"
 
 namespace vit::cli {
@@ -22,19 +26,34 @@ void add_common_options(CLI::App& cmd, CommonOptions& options) {
   cmd.add_flag("-v,--verbose", options.verbose, "log debug detail")->excludes(quiet);
 }
 
-void apply_common_options(const CommonOptions& options) {
+void apply_common_options(const CommonOptions& options, const Config* config) {
   if (options.quiet) spdlog::set_level(spdlog::level::warn);
   if (options.verbose) spdlog::set_level(spdlog::level::debug);
-  set_threads(options.threads);
-  if (options.seed) seed_everything(*options.seed);
+  const int threads = set_threads(options.threads > 0 || !config ? options.threads : config->threads);
+  spdlog::debug("LibTorch uses {} threads", threads);
+  if (options.seed) {
+    seed_everything(*options.seed);
+  } else if (config) {
+    seed_everything(config->seed);
+  }
+}
+
+c10::Device chosen_device(const CommonOptions& options, const Config* config) {
+  const c10::Device device = resolve_device(options.device == "auto" && config ? config->device : options.device);
+  spdlog::debug("device {}", device.str());
+  return device;
 }
 
 Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what they attend to") {
   app_.require_subcommand(1);
   app_.set_version_flag("--version", "vit 0.1.0");
   if (!register_all) return;
+  register_train(*this);
+  register_eval(*this);
+  register_predict(*this);
   register_info(*this);
   register_data(*this);
+  register_export(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) { app_.parse(argc, argv); }

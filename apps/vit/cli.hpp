@@ -10,6 +10,9 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <c10/core/Device.h>
+
+#include "vit/config.hpp"
 
 namespace vit::cli {
 
@@ -24,7 +27,10 @@ struct CommonOptions {
 
 void add_common_options(CLI::App& cmd, CommonOptions& options);
 // Sets the log level, thread count and seed. Call first in every run function.
-void apply_common_options(const CommonOptions& options);
+// Flags win over the config's `threads` and `seed` when both are given.
+void apply_common_options(const CommonOptions& options, const Config* config = nullptr);
+// --device, or the config's `device` when the flag was left at "auto".
+c10::Device chosen_device(const CommonOptions& options, const Config* config = nullptr);
 
 // A registered subcommand: its CLI11 node and what runs when it was chosen.
 struct Command {

@@ -1,17 +1,25 @@
 // vit info: the architecture, parameter count and FLOPs of a config or checkpoint.
+#include "cmd_info.hpp"
+
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cmd_info.hpp"
 #include "vit/config.hpp"
 #include "vit/error.hpp"
+#include "vit/model/checkpoint.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit::cli {
 
 namespace {
+
+struct Described {
+  Config config;
+  std::string checkpoint;                // "" for a config file
+  std::vector<std::string> class_names;  // a checkpoint's label order
+};
 
 nlohmann::json describe(const Config& c) {
   const auto& m = c.model;
@@ -37,34 +45,54 @@ nlohmann::json describe(const Config& c) {
 // 86540008 -> "86,540,008"
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+    digits.insert(i, ",");
   return digits;
 }
 
 void print_text(const Config& c) {
   const auto& m = c.model;
   std::cout << fmt::format("{}: Vision Transformer\n", c.name)
-            << fmt::format("  input      {}x{}x{} ({} channel{})\n", m.channels, m.image_size, m.image_size,
-                           m.channels, m.channels == 1 ? "" : "s")
-            << fmt::format("  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token = {} tokens\n",
-                           m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
-                           m.num_patches() + 1)
-            << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n", m.dim,
-                           m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
+            << fmt::format("  input      {}x{}x{} ({} channel{})\n", m.channels, m.image_size,
+                           m.image_size, m.channels, m.channels == 1 ? "" : "s")
+            << fmt::format(
+                   "  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token = {} tokens\n",
+                   m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
+                   m.num_patches() + 1)
+            << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n",
+                           m.dim, m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
             << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,
                            m.qkv_bias ? "on" : "off", m.pool, m.num_classes)
             << fmt::format("  parameters {}\n", with_commas(count_parameters(m)))
-            << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n", with_commas(forward_flops(m)),
-                           forward_flops(m) / 1e9);
+            << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n",
+                           with_commas(forward_flops(m)), forward_flops(m) / 1e9);
+}
+
+// What to describe: the checkpoint's own config (a timm file takes its
+// architecture from --config), or the --config file with its overrides.
+Described describe_source(const InfoOptions& o) {
+  if (!o.checkpoint) return {load_config(o.config, o.overrides), {}, {}};
+  if (!o.overrides.empty())
+    throw Error("--set changes a --config file; it cannot change the checkpoint " + *o.checkpoint);
+  const std::optional<std::string> config_path =
+      o.config.empty() ? std::nullopt : std::optional<std::string>(o.config);
+  LoadedModel loaded = load_model(*o.checkpoint, config_path);
+  return {loaded.config, loaded.path, loaded.class_names};
 }
 
 int run_info(const InfoOptions& o) {
   apply_common_options(o.common);
-  const Config config = load_config(o.config, o.overrides);
+  const Described d = describe_source(o);
   if (o.json) {
-    std::cout << describe(config).dump(2) << "\n";
+    nlohmann::json out = describe(d.config);
+    if (!d.checkpoint.empty()) {
+      out["checkpoint"] = d.checkpoint;
+      out["class_names"] = d.class_names;
+    }
+    std::cout << out.dump(2) << "\n";
   } else {
-    print_text(config);
+    print_text(d.config);
+    if (!d.checkpoint.empty()) std::cout << fmt::format("  checkpoint {}\n", d.checkpoint);
   }
   return 0;
 }
@@ -73,9 +101,15 @@ int run_info(const InfoOptions& o) {
 
 std::shared_ptr<InfoOptions> register_info(Cli& cli) {
   auto options = std::make_shared<InfoOptions>();
-  auto* cmd = cli.app().add_subcommand("info", "Show a model's architecture, parameter count and FLOPs");
-  cmd->add_option("--config", options->config, "JSON config file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--set", options->overrides, "override a config key, e.g. --set model.depth=8");
+  auto* cmd = cli.app().add_subcommand(
+      "info", "Show a config's or checkpoint's architecture, parameter count and FLOPs");
+  auto* source = cmd->add_option_group(
+      "source", "what to describe: --config, --checkpoint, or both for a timm .safetensors file");
+  source->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
+  source->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors)")
+      ->check(CLI::ExistingFile);
+  source->require_option();  // at least one of the two
+  cmd->add_option("--set", options->overrides, "override a --config key, e.g. --set model.depth=8");
   cmd->add_flag("--json", options->json, "print JSON instead of text");
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_info(*options); }});

@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include "vit/error.hpp"
+#include "vit/model/safetensors.hpp"
+#include "vit/model/weights.hpp"
 
 namespace vit {
 namespace {
@@ -51,9 +53,46 @@ LoadedModel load_pt(const std::string& path, const std::optional<std::string>& c
   return loaded;
 }
 
-// Filled in with the safetensors reader.
-LoadedModel load_safetensors_model(const std::string& path, const std::optional<std::string>&) {
-  throw Error(path + ": reading .safetensors is not available yet");
+// Like a .pt file, a file that carries its config wins; --config must then
+// describe the same tensors. A plain timm file has only --config to go by.
+Config safetensors_config(const std::string& path, const StringMap& metadata,
+                          const std::optional<std::string>& config_path) {
+  const std::optional<Config> from_file = config_from_metadata(metadata, path);
+  if (!config_path) {
+    if (from_file) return *from_file;
+    throw Error(
+        path +
+        ": no __metadata__[\"vit_config\"] to give the architecture (a plain timm file); "
+        "pass --config FILE, e.g. configs/vit-base-patch16-224.json for vit_base_patch16_224");
+  }
+  const Config given = load_config(*config_path);
+  if (!from_file) return given;
+  const auto diffs = architecture_differences(given.model, from_file->model);
+  if (!diffs.empty())
+    throw Error(path + ": architecture differs from " + *config_path + " (" + diffs.front() + ")");
+  return *from_file;
+}
+
+// Class names in label order; plain timm files carry none, so indices stand in.
+std::vector<std::string> safetensors_class_names(const StringMap& metadata, int64_t num_classes,
+                                                 const std::string& path) {
+  if (auto names = class_names_from_metadata(metadata, num_classes, path)) return *names;
+  std::vector<std::string> indices;
+  for (int64_t i = 0; i < num_classes; ++i)
+    indices.push_back(std::to_string(i));
+  return indices;
+}
+
+LoadedModel load_safetensors_model(const std::string& path,
+                                   const std::optional<std::string>& config_path) {
+  const SafetensorsContents contents = read_safetensors(path);
+  const Config config = safetensors_config(path, contents.metadata, config_path);
+  LoadedModel loaded{VisionTransformer(config.model), config,
+                     safetensors_class_names(contents.metadata, config.model.num_classes, path),
+                     path};
+  load_weights(loaded.model, contents.tensors, path);
+  loaded.model->eval();
+  return loaded;
 }
 
 }  // namespace

@@ -36,19 +36,6 @@ torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor&
   return -(smoothed * torch::log_softmax(logits, /*dim=*/1)).sum(/*dim=*/1).mean();
 }
 
-data::LoaderOptions loader_options(const Config& c, c10::Device device, bool train) {
-  data::LoaderOptions o;
-  o.batch_size = train ? c.train.batch_size
-                       : (c.train.eval_batch_size > 0 ? c.train.eval_batch_size : 2 * c.train.batch_size);
-  o.train = train;
-  o.seed = c.seed;
-  o.device = device;
-  o.mean = c.data.mean;
-  o.std = c.data.std;
-  o.augment = c.data.augment;
-  return o;
-}
-
 // Elapsed seconds recorded by the run so far (for resumed runs).
 double previous_elapsed(const std::string& run_dir, int64_t up_to_step) {
   const auto path = run_dir + "/metrics.jsonl";
@@ -61,7 +48,7 @@ double previous_elapsed(const std::string& run_dir, int64_t up_to_step) {
 
 }  // namespace
 
-Trainer::Trainer(Config config, TrainSplits splits, c10::Device device, std::string run_dir,
+Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
                  std::optional<std::string> resume)
     : config_(std::move(config)),
       splits_(std::move(splits)),
@@ -79,8 +66,8 @@ Trainer::Trainer(Config config, TrainSplits splits, c10::Device device, std::str
   model_ = VisionTransformer(config_.model);
   model_->to(device_);
   optimizer_ = make_optimizer(model_, config_.train);
-  train_loader_ = std::make_unique<data::BatchLoader>(splits_.train, loader_options(config_, device_, true));
-  val_loader_ = std::make_unique<data::BatchLoader>(splits_.val, loader_options(config_, device_, false));
+  train_loader_ = std::make_unique<data::BatchLoader>(splits_.train, data::loader_options(config_, device_, true));
+  val_loader_ = std::make_unique<data::BatchLoader>(splits_.val, data::loader_options(config_, device_, false));
   steps_per_epoch_ = train_loader_->batches_per_epoch();
   if (steps_per_epoch_ == 0)
     throw Error(fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
@@ -238,7 +225,7 @@ std::optional<EvalResult> Trainer::test_best() {
   const LoadedModel loaded = load_model(best);
   auto model = loaded.model;
   model->to(device_);
-  const data::BatchLoader test_loader(splits_.test, loader_options(config_, device_, false));
+  const data::BatchLoader test_loader(splits_.test, data::loader_options(config_, device_, false));
   return evaluate(model, test_loader, config_.model.num_classes, config_.train.precision);
 }
 

@@ -21,6 +21,19 @@ ModelConfig small_config() {
   return m;
 }
 
+ModelConfig vit_base() {  // timm's vit_base_patch16_224
+  ModelConfig m;
+  m.image_size = 224;
+  m.patch_size = 16;
+  m.dim = 768;
+  m.depth = 12;
+  m.heads = 12;
+  m.mlp_dim = 3072;
+  m.num_classes = 1000;
+  m.qkv_bias = true;
+  return m;
+}
+
 TEST(VisionTransformer, LogitsHaveTheRightShapeAndNoNaN) {
   torch::manual_seed(0);
   VisionTransformer model(small_config());
@@ -53,18 +66,10 @@ int64_t counted(const ModelConfig& m) {
 }
 
 TEST(VisionTransformer, ExactParameterCountsOfThePresets) {
-  ModelConfig base;  // ViT-B/16 without qkv bias
-  base.image_size = 224;
-  base.patch_size = 16;
-  base.dim = 768;
-  base.depth = 12;
-  base.heads = 12;
-  base.mlp_dim = 3072;
-  base.num_classes = 1000;
+  ModelConfig base = vit_base();
   base.qkv_bias = false;
   EXPECT_EQ(count_parameters(base), 86540008);
-  base.qkv_bias = true;  // timm's vit_base_patch16_224
-  EXPECT_EQ(count_parameters(base), 86567656);
+  EXPECT_EQ(count_parameters(vit_base()), 86567656);  // with qkv bias, as timm
 
   ModelConfig tiny;  // the second seed's vit_tiny
   tiny.image_size = 32;
@@ -85,14 +90,7 @@ TEST(VisionTransformer, ExactParameterCountsOfThePresets) {
 }
 
 TEST(VisionTransformer, FlopsOfViTBase) {
-  ModelConfig base;
-  base.image_size = 224;
-  base.patch_size = 16;
-  base.dim = 768;
-  base.depth = 12;
-  base.heads = 12;
-  base.mlp_dim = 3072;
-  base.num_classes = 1000;
+  const ModelConfig base = vit_base();
   // Multiply-adds, the convention of the ViT and timm tables (ViT-B/16: "17.6 GFLOPs"):
   // patch 196*768*768 = 115,605,504; per block qkv 197*768*2304 = 348,585,984,
   // QK^T and AV 2*197*197*768 = 59,610,624, proj 197*768*768 = 116,195,328,

@@ -51,8 +51,8 @@ inline Config texture_config() {
   return c;
 }
 
-inline TrainSplits texture_splits() {
-  return {texture_dataset(192, 1), texture_dataset(64, 2), texture_dataset(64, 3)};
+inline data::DataSplits texture_splits() {
+  return {texture_dataset(192, 1), texture_dataset(64, 2), texture_dataset(64, 3), {0.3}, {0.3}};
 }
 
 }  // namespace vit::testing

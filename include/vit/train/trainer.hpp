@@ -10,7 +10,7 @@
 #include <c10/core/Device.h>
 
 #include "vit/config.hpp"
-#include "vit/data/dataset.hpp"
+#include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/model/checkpoint.hpp"
@@ -24,12 +24,6 @@ class Optimizer;
 
 namespace vit {
 
-struct TrainSplits {
-  data::Dataset train;  // after the validation hold-out and limits
-  data::Dataset val;    // used for early stopping and model selection
-  data::Dataset test;   // used once, at the end; may be empty
-};
-
 struct TrainSummary {
   std::string stop_reason;   // "patience exhausted", "epochs done", "interrupted", "already finished"
   int64_t steps = 0;
@@ -42,9 +36,11 @@ struct TrainSummary {
 
 class Trainer {
  public:
+  // splits: train (after the hold-out and limits), val (early stopping and
+  // model selection) and test (used once, at the end; may be empty).
   // run_dir receives best.pt, last.pt, metrics.jsonl, metrics.csv and summary.json.
   // resume: a last.pt (or best.pt) to continue from.
-  Trainer(Config config, TrainSplits splits, c10::Device device, std::string run_dir,
+  Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
           std::optional<std::string> resume = {});
   ~Trainer();
 
@@ -66,7 +62,7 @@ class Trainer {
   void write_summary(const TrainSummary& summary) const;
 
   Config config_;
-  TrainSplits splits_;
+  data::DataSplits splits_;
   c10::Device device_;
   std::string run_dir_;
   std::optional<std::string> resume_;

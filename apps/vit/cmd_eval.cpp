@@ -1,0 +1,110 @@
+// vit eval: accuracy, loss, per-class accuracy and the confusion matrix of a
+// checkpoint on the val or test split, with confusion.png and worst.png.
+#include "cmd_eval.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "model_inputs.hpp"
+#include "vit/atomic_write.hpp"
+#include "vit/data/load.hpp"
+#include "vit/error.hpp"
+#include "vit/data/loader.hpp"
+#include "vit/io/confusion.hpp"
+#include "vit/io/grid.hpp"
+#include "vit/io/image_io.hpp"
+#include "vit/train/evaluate.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t kWorstImages = 24;
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  const auto c = t.to(torch::kDouble).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>& classes, const std::string& split,
+                            const std::string& checkpoint) {
+  nlohmann::json per_class = nlohmann::json::object();
+  const auto accuracy = to_vector(r.per_class_accuracy);
+  for (size_t k = 0; k < classes.size(); ++k)
+    per_class[classes[k]] = std::isnan(accuracy[k]) ? nlohmann::json(nullptr) : nlohmann::json(accuracy[k]);
+  std::vector<std::vector<int64_t>> confusion;
+  for (int64_t i = 0; i < r.confusion.size(0); ++i) {
+    const auto row = r.confusion[i].contiguous();
+    confusion.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+  }
+  return {{"checkpoint", checkpoint}, {"split", split},         {"images", r.count},
+          {"accuracy", r.accuracy},   {"loss", r.loss},          {"per_class_accuracy", per_class},
+          {"classes", classes},       {"confusion", confusion}};
+}
+
+// The highest-loss images, captioned "predicted / true" (red when wrong).
+torch::Tensor worst_grid(const EvalResult& r, const data::Dataset& split, const std::vector<std::string>& classes) {
+  const int64_t n = std::min<int64_t>(kWorstImages, r.count);
+  const auto worst = std::get<1>(r.losses.topk(n));
+  std::vector<io::Tile> tiles;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t index = worst[i].item<int64_t>();
+    const int64_t predicted = r.predictions[index].item<int64_t>(), truth = r.labels[index].item<int64_t>();
+    io::Tile tile;
+    tile.image = split.images[index];
+    tile.caption = classes[predicted] + " / " + classes[truth] + fmt::format("\nloss {:.2f}", r.losses[index].item<double>());
+    if (predicted != truth) tile.color = {200, 0, 0};
+    tiles.push_back(tile);
+  }
+  io::GridOptions options;
+  options.columns = 8;
+  options.title = "Highest-loss images: predicted / true";
+  return io::make_grid(tiles, options);
+}
+
+int run_eval(const EvalOptions& o) {
+  apply_common_options(o.common);
+  const c10::Device device = chosen_device(o.common);
+  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  const data::DataSplits splits = data::load_data(loaded.config);
+  const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
+  if (split.size() == 0) throw Error("the " + o.split + " split of " + loaded.config.data.dataset + " is empty");
+  const auto& t = loaded.config.train;
+  const data::BatchLoader loader(split, data::loader_options(loaded.config, device, /*train=*/false));
+  const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, t.precision);
+
+  const std::string out =
+      !o.out.empty() ? o.out : (fs::path(loaded.path).parent_path() / ("eval-" + o.split)).string();
+  write_text_atomically(out + "/metrics.json", metrics_json(r, loaded.class_names, o.split, loaded.path).dump(2) + "\n");
+  io::ConfusionOptions confusion_options;
+  confusion_options.title = fmt::format("Confusion matrix, {} split ({} images, accuracy {:.2f}%)", o.split, r.count,
+                                        100 * r.accuracy);
+  io::write_png(out + "/confusion.png", io::render_confusion(r.confusion, loaded.class_names, confusion_options));
+  io::write_png(out + "/worst.png", worst_grid(r, split, loaded.class_names));
+  std::cout << fmt::format("{} split: accuracy {:.4f} ({} images), loss {:.4f}\n", o.split, r.accuracy, r.count, r.loss);
+  spdlog::info("wrote {}/metrics.json, confusion.png and worst.png", out);
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<EvalOptions> register_eval(Cli& cli) {
+  auto options = std::make_shared<EvalOptions>();
+  auto* cmd = cli.app().add_subcommand("eval", "Evaluate a checkpoint: accuracy, confusion matrix, worst images");
+  cmd->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--config", options->config, "config giving a timm .safetensors file's architecture and data")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--split", options->split, "val | test")->check(CLI::IsMember({"val", "test"}))->capture_default_str();
+  cmd->add_option("--out", options->out, "output folder (default: eval-<split> next to the checkpoint)");
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options] { return run_eval(*options); }});
+  return options;
+}
+
+}  // namespace vit::cli

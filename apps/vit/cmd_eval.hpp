@@ -1,0 +1,16 @@
+#pragma once
+#include "cli.hpp"
+
+namespace vit::cli {
+
+struct EvalOptions {
+  CommonOptions common;
+  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
+  std::optional<std::string> config;      // --config FILE (timm safetensors only)
+  std::string split = "test";             // --split val|test
+  std::string out;                        // --out DIR (default: next to the checkpoint)
+};
+
+std::shared_ptr<EvalOptions> register_eval(Cli& cli);
+
+}  // namespace vit::cli

@@ -1,0 +1,84 @@
+// vit predict: the top-K classes of each image, as text or JSON.
+#include "cmd_predict.hpp"
+
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "model_inputs.hpp"
+#include "vit/train/precision.hpp"
+
+namespace vit::cli {
+namespace {
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  const auto c = t.to(torch::kDouble).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+int run_predict(const PredictOptions& o) {
+  apply_common_options(o.common);
+  const c10::Device device = chosen_device(o.common);
+  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  const int64_t classes = loaded.config.model.num_classes;
+  int64_t k = o.topk;
+  if (k > classes) {
+    spdlog::warn("--topk {} is more than the model's {} classes; showing all {}", k, classes, classes);
+    k = classes;
+  }
+  const ImageInputs inputs = load_image_inputs(o.images, loaded.config, device);
+  torch::Tensor logits;
+  {
+    torch::NoGradGuard no_grad;
+    // fp32 here: predictions should not depend on the training precision.
+    logits = loaded.model->forward(inputs.normalized).to(torch::kFloat).cpu();  // (B, K)
+  }
+  const auto probs = torch::softmax(logits, /*dim=*/1);
+  const auto [top_probs, top_index] = probs.topk(k, /*dim=*/1);
+
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < inputs.paths.size(); ++i) {
+    nlohmann::json top = nlohmann::json::array();
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t index = top_index[i][j].item<int64_t>();
+      top.push_back({{"index", index}, {"class", loaded.class_names[index]}, {"prob", top_probs[i][j].item<double>()}});
+    }
+    out.push_back({{"image", inputs.paths[i]}, {"logits", to_vector(logits[i])}, {"probs", to_vector(probs[i])},
+                   {"top", top}});
+  }
+  if (o.json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& item : out) {
+    std::cout << item["image"].get<std::string>() << "\n";
+    for (const auto& t : item["top"])
+      std::cout << fmt::format("  {:6.2f}%  {} ({})\n", 100 * t["prob"].get<double>(), t["class"].get<std::string>(),
+                               t["index"].get<int64_t>());
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<PredictOptions> register_predict(Cli& cli) {
+  auto options = std::make_shared<PredictOptions>();
+  auto* cmd = cli.app().add_subcommand("predict", "Classify images with a checkpoint (top-K classes)");
+  cmd->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--config", options->config, "config giving a timm .safetensors file's architecture")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--images", options->images, "image files (any size and channel count)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--topk", options->topk, "how many classes to show")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--json", options->json, "print a JSON array");
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options] { return run_predict(*options); }});
+  return options;
+}
+
+}  // namespace vit::cli

@@ -1,0 +1,17 @@
+#pragma once
+#include "cli.hpp"
+
+namespace vit::cli {
+
+struct PredictOptions {
+  CommonOptions common;
+  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
+  std::optional<std::string> config;      // --config FILE (timm safetensors only)
+  std::vector<std::string> images;        // --images FILE...
+  int64_t topk = 5;                       // --topk K
+  bool json = false;                      // --json
+};
+
+std::shared_ptr<PredictOptions> register_predict(Cli& cli);
+
+}  // namespace vit::cli

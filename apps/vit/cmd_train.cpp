@@ -1,0 +1,109 @@
+// vit train: a run folder with config.json, metrics, checkpoints, train.log and curves.png.
+#include "cmd_train.hpp"
+
+#include <sys/resource.h>
+
+#include <filesystem>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "vit/atomic_write.hpp"
+#include "vit/data/load.hpp"
+#include "vit/error.hpp"
+#include "vit/io/figures.hpp"
+#include "vit/io/image_io.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/metrics_log.hpp"
+#include "vit/train/run_dir.hpp"
+#include "vit/train/stop_signal.hpp"
+#include "vit/train/trainer.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The config of the run: the file (+ --set), or, when resuming without
+// --config, the checkpoint's own config (+ --set).
+Config resolve_config(const TrainOptions& o) {
+  if (o.config) return load_config(*o.config, o.overrides);
+  if (!o.resume) throw Error("vit train needs --config FILE (or --resume CKPT)");
+  Config c = read_checkpoint_meta(*o.resume).config;
+  for (const auto& assignment : o.overrides) apply_override(c, assignment);
+  c.validate();
+  return c;
+}
+
+// Everything logged from here on also goes to DIR/train.log.
+void log_to_file(const std::string& path) {
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
+  spdlog::default_logger()->sinks().push_back(file_sink);
+  spdlog::flush_on(spdlog::level::info);  // a crash must not lose the last lines
+}
+
+void draw_curves(const std::string& run_dir) {
+  io::TrainingCurves curves;
+  for (const auto& r : MetricsLog::read(run_dir + "/metrics.jsonl")) {
+    curves.train_step.push_back(double(r.step));
+    curves.train_loss.push_back(r.train_loss);
+    curves.val_step.push_back(double(r.step));
+    curves.val_loss.push_back(r.val_loss);
+    curves.val_acc.push_back(r.val_acc);
+  }
+  io::write_png(run_dir + "/curves.png", io::plot_training_curves(curves, fs::path(run_dir).filename().string()));
+}
+
+void log_summary(const TrainSummary& s, const std::string& run_dir) {
+  spdlog::info("stopped: {} after {} steps ({:.2f} epochs, {:.0f} s)", s.stop_reason, s.steps, s.epochs,
+               s.train_seconds);
+  spdlog::info("best val acc {:.4f} at step {}", s.best_val_acc, s.best_step);
+  if (s.test) spdlog::info("test acc {:.4f}, test loss {:.4f} ({} images, best.pt)", s.test->accuracy, s.test->loss,
+                           s.test->count);
+  if (s.stop_reason == "interrupted")
+    spdlog::info("continue with: vit train --resume {}/last.pt", run_dir);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  spdlog::info("peak memory {:.0f} MiB", usage.ru_maxrss / 1024.0);  // ru_maxrss is in KiB on Linux
+  spdlog::info("run folder: {}", run_dir);
+}
+
+int run_train(const TrainOptions& o) {
+  const Config config = resolve_config(o);
+  apply_common_options(o.common, &config);
+  const c10::Device device = chosen_device(o.common, &config);
+  const std::string run_dir =
+      !o.out.empty() ? o.out
+                     : (o.resume ? fs::path(*o.resume).parent_path().string() : new_run_dir(config.name, ""));
+  fs::create_directories(run_dir);
+  log_to_file(run_dir + "/train.log");
+  write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
+  point_latest_at(run_dir);
+  spdlog::info("run {} on {} ({} threads), precision {}", run_dir, device.str(), at::get_num_threads(),
+               config.train.precision);
+
+  const data::DataSplits splits = data::load_data(config);
+  install_stop_signal_handlers();
+  Trainer trainer(config, splits, device, run_dir, o.resume);
+  const TrainSummary summary = trainer.fit();
+  draw_curves(run_dir);
+  log_summary(summary, run_dir);
+  return summary.stop_reason == "interrupted" ? 130 : 0;
+}
+
+}  // namespace
+
+std::shared_ptr<TrainOptions> register_train(Cli& cli) {
+  auto options = std::make_shared<TrainOptions>();
+  auto* cmd = cli.app().add_subcommand("train", "Train a ViT from a JSON config (early stopping, checkpoints)");
+  cmd->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
+  cmd->add_option("--set", options->overrides, "override a config key, e.g. --set train.epochs=5");
+  cmd->add_option("--out", options->out, "run folder (default: runs/<name>-<timestamp>)");
+  cmd->add_option("--resume", options->resume, "continue from a checkpoint, e.g. runs/latest/last.pt")
+      ->check(CLI::ExistingFile);
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options] { return run_train(*options); }});
+  return options;
+}
+
+}  // namespace vit::cli

@@ -1,0 +1,16 @@
+#pragma once
+#include "cli.hpp"
+
+namespace vit::cli {
+
+struct TrainOptions {
+  CommonOptions common;
+  std::optional<std::string> config;   // --config FILE (optional with --resume)
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::string out;                     // --out DIR ("" = runs/<name>-<timestamp>)
+  std::optional<std::string> resume;   // --resume CKPT
+};
+
+std::shared_ptr<TrainOptions> register_train(Cli& cli);
+
+}  // namespace vit::cli

@@ -1,0 +1,126 @@
+// vit info on a config file, a checkpoint, or a timm file plus its config.
+#include "cmd_info.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "vit/error.hpp"
+#include "vit/model/safetensors.hpp"
+#include "vit/model/weights.hpp"
+#include "vit_test_paths.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs `vit info ARGS --json` in-process and parses what it prints.
+nlohmann::json info_json(std::vector<std::string> args) {
+  Cli cli(/*register_all=*/false);
+  register_info(cli);
+  args.insert(args.begin(), "info");
+  args.push_back("--json");
+  cli.parse(args);
+  ::testing::internal::CaptureStdout();
+  int status = -1;
+  try {
+    status = cli.run();
+  } catch (...) {
+    ::testing::internal::GetCapturedStdout();  // end the capture before the error propagates
+    throw;
+  }
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(status, 0);
+  return nlohmann::json::parse(out);
+}
+
+TEST(Info, TheImageNetPresetMatchesTimmVitBasePatch16) {
+  const auto j =
+      info_json({"--config", std::string(VIT_SOURCE_DIR) + "/configs/vit-base-patch16-224.json"});
+  EXPECT_EQ(j["parameters"], 86'567'656);  // timm's vit_base_patch16_224
+  EXPECT_EQ(j["dim"], 768);
+  EXPECT_EQ(j["depth"], 12);
+  EXPECT_EQ(j["heads"], 12);
+  EXPECT_EQ(j["mlp_dim"], 3072);
+  EXPECT_EQ(j["tokens"], 197);
+  EXPECT_EQ(j["pool"], "cls");
+  EXPECT_EQ(j["qkv_bias"], true);
+  EXPECT_EQ(j["num_classes"], 1000);
+  const Config c = load_config(std::string(VIT_SOURCE_DIR) + "/configs/vit-base-patch16-224.json");
+  EXPECT_EQ(c.model.layer_norm_eps, 1e-6);
+  EXPECT_EQ(c.data.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(c.data.std, (std::vector<double>{0.5, 0.5, 0.5}));
+}
+
+class InfoCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("vit_info_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    config_.name = "small";
+    config_.model.image_size = 8;
+    config_.model.patch_size = 2;
+    config_.model.num_classes = 2;
+    config_.model.dim = 8;
+    config_.model.depth = 1;
+    config_.model.heads = 2;
+    config_.model.mlp_dim = 12;
+    model_ = VisionTransformer(config_.model);
+    config_path_ = (dir_ / "small.json").string();
+    std::ofstream(config_path_) << config_to_json_string(config_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  Config config_;
+  std::string config_path_;
+  VisionTransformer model_{nullptr};
+};
+
+TEST_F(InfoCheckpoint, DescribesAnExportWithItsClassNames) {
+  const std::string file = (dir_ / "m.safetensors").string();
+  save_safetensors_weights(file, model_, config_, {"yes", "no"});
+  const auto j = info_json({"--checkpoint", file});
+  // patch 8*3*2*2+8, cls 8, pos 17*8, block (norms 2*16, qkv 8*24+24, proj 8*8+8,
+  // fc1 8*12+12, fc2 12*8+8), norm 16, head 8*2+2: 814
+  EXPECT_EQ(j["parameters"], 104 + 8 + 136 + 32 + 216 + 72 + 108 + 104 + 16 + 18);
+  EXPECT_EQ(j["checkpoint"], file);
+  EXPECT_EQ(j["class_names"], (std::vector<std::string>{"yes", "no"}));
+  EXPECT_EQ(j["name"], "small");
+}
+
+TEST_F(InfoCheckpoint, APlainTimmFileNeedsItsConfig) {
+  const std::string file = (dir_ / "timm.safetensors").string();
+  write_safetensors(file, state_tensors(model_));
+  const auto j = info_json({"--checkpoint", file, "--config", config_path_});
+  EXPECT_EQ(j["parameters"], 814);
+  EXPECT_EQ(j["class_names"], (std::vector<std::string>{"0", "1"}));
+  try {
+    info_json({"--checkpoint", file});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pass --config FILE"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(InfoCheckpoint, SetCannotChangeACheckpoint) {
+  const std::string file = (dir_ / "m.safetensors").string();
+  save_safetensors_weights(file, model_, config_);
+  try {
+    info_json({"--checkpoint", file, "--set", "model.depth=3"});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--set changes a --config file; it cannot change the checkpoint " + file);
+  }
+}
+
+}  // namespace
+}  // namespace vit::cli

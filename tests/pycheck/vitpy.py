@@ -1,0 +1,373 @@
+"""An independent Python reference for cross-checking the `vit` binary.
+
+Written from the published descriptions (the safetensors format, the PNG
+specification, timm's VisionTransformer, Abnar & Zuidema's rollout and the
+ViT paper's mean attention distance), not from vit's C++ sources, so that a
+shared misunderstanding cannot hide a bug on both sides.
+
+Needs only the standard library, torch and numpy (Debian's python3-torch).
+"""
+
+import argparse
+import json
+import math
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# ---------------------------------------------------------------------------
+# safetensors: u64 little-endian header size, JSON header, raw data.
+
+_DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "U8": torch.uint8,
+}
+_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
+
+
+def _raw_bytes(t):
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16; the bits are the same
+        t = t.view(torch.int16)
+    return t.numpy().tobytes()
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: name -> tensor (stored in its own dtype); metadata: str -> str."""
+    header = {}
+    if metadata:
+        header["__metadata__"] = dict(metadata)
+    blobs, offset = [], 0
+    for name in sorted(tensors):
+        blob = _raw_bytes(tensors[name])
+        t = tensors[name]
+        header[name] = {
+            "dtype": _DTYPE_NAMES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # keeps the data section 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
+def read_safetensors(path):
+    """-> (name -> tensor, metadata dict, dtype name per tensor)."""
+    data = Path(path).read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    metadata = header.pop("__metadata__", {})
+    body = bytearray(data[8 + size :])
+    tensors, dtypes = {}, {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        dtype = _DTYPES[info["dtype"]]
+        count = math.prod(info["shape"])
+        t = torch.frombuffer(body, dtype=dtype, count=count, offset=begin) if count else torch.empty(0, dtype=dtype)
+        assert (end - begin) == count * t.element_size(), name
+        tensors[name] = t.clone().reshape(info["shape"])
+        dtypes[name] = info["dtype"]
+    return tensors, metadata, dtypes
+
+
+# ---------------------------------------------------------------------------
+# PNG writer: 8-bit gray (colour type 0) or RGB (colour type 2), no filtering.
+
+
+def _png_chunk(kind, payload):
+    body = kind + payload
+    return struct.pack(">I", len(payload)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def write_png(path, pixels):
+    """pixels: uint8 array (H, W) or (H, W, 3)."""
+    pixels = np.ascontiguousarray(pixels, dtype=np.uint8)
+    height, width = pixels.shape[:2]
+    colour_type = 2 if pixels.ndim == 3 else 0
+    rows = b"".join(b"\x00" + pixels[y].tobytes() for y in range(height))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(_png_chunk(b"IHDR", ihdr))
+        f.write(_png_chunk(b"IDAT", zlib.compress(rows, 6)))
+        f.write(_png_chunk(b"IEND", b""))
+
+
+# ---------------------------------------------------------------------------
+# timm-layout Vision Transformer. Key letters: B batch, N tokens (class token
+# first), D width, H heads, Dh head width, I = H * Dh, P patches.
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, head_dim, qkv_bias):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        inner = heads * head_dim
+        self.qkv = nn.Linear(dim, 3 * inner, bias=qkv_bias)
+        self.proj = nn.Linear(inner, dim)
+
+    def forward(self, x):
+        B, N, _ = x.shape
+        # timm's fused layout: output features ordered (q|k|v, head, head_dim)
+        qkv = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, N, Dh)
+        attn = (q * self.head_dim**-0.5) @ k.transpose(-2, -1)
+        attn = attn.softmax(dim=-1)  # (B, H, N, N)
+        out = (attn @ v).transpose(1, 2).reshape(B, N, -1)  # (B, N, I)
+        return self.proj(out), attn
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = nn.GELU()  # exact (erf) GELU, timm's default
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        head_dim = m["dim_head"] or m["dim"] // m["heads"]
+        self.norm1 = nn.LayerNorm(m["dim"], eps=m["layer_norm_eps"])
+        self.attn = Attention(m["dim"], m["heads"], head_dim, m["qkv_bias"])
+        self.norm2 = nn.LayerNorm(m["dim"], eps=m["layer_norm_eps"])
+        self.mlp = Mlp(m["dim"], m["mlp_dim"])
+
+    def forward(self, x):
+        y, attn = self.attn(self.norm1(x))
+        x = x + y
+        x = x + self.mlp(self.norm2(x))
+        return x, attn
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        p = m["patch_size"]
+        self.proj = nn.Conv2d(m["channels"], m["dim"], kernel_size=p, stride=p)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)  # (B, P, D)
+
+
+MODEL_DEFAULTS = {"dim_head": 0, "qkv_bias": True, "pool": "cls", "layer_norm_eps": 1e-6}
+
+
+class VisionTransformer(nn.Module):
+    """timm's VisionTransformer with class token, no fc_norm: pool 'cls' or 'mean'."""
+
+    def __init__(self, model_config):
+        super().__init__()
+        m = dict(MODEL_DEFAULTS, **model_config)
+        self.m = m
+        grid = m["image_size"] // m["patch_size"]
+        self.patch_embed = PatchEmbed(m)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, m["dim"]))
+        self.pos_embed = nn.Parameter(torch.zeros(1, grid * grid + 1, m["dim"]))
+        self.blocks = nn.ModuleList([Block(m) for _ in range(m["depth"])])
+        self.norm = nn.LayerNorm(m["dim"], eps=m["layer_norm_eps"])
+        self.head = nn.Linear(m["dim"], m["num_classes"])
+
+    def forward(self, images):
+        """(B, C, S, S) -> logits (B, K), [attention (B, H, N, N) per layer]."""
+        x = self.patch_embed(images)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        attentions = []
+        for block in self.blocks:
+            x, attn = block(x)
+            attentions.append(attn)
+        x = self.norm(x)  # (B, N, D)
+        pooled = x[:, 0] if self.m["pool"] == "cls" else x[:, 1:].mean(dim=1)
+        return self.head(pooled), attentions
+
+
+def randomize(model, generator):
+    """Weights far from the usual init, so attention is peaked and every
+    parameter visibly matters (a near-uniform attention would hide bugs)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm1.weight") or name.endswith("norm2.weight") or name == "norm.weight":
+                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=generator))
+            elif p.dim() >= 2 and name not in ("cls_token", "pos_embed"):
+                fan_in = math.prod(p.shape[1:])
+                p.copy_(torch.randn(p.shape, generator=generator) * (1.5 / math.sqrt(fan_in)))
+            else:
+                p.copy_(0.3 * torch.randn(p.shape, generator=generator))
+
+
+def normalize(pixels, mean, std):
+    """uint8 (B, C, S, S) -> float, scaled to [0, 1] and normalised per channel."""
+    mean = torch.tensor(mean, dtype=torch.float64).view(1, -1, 1, 1)
+    std = torch.tensor(std, dtype=torch.float64).view(1, -1, 1, 1)
+    return ((pixels.double() / 255.0 - mean) / std).float()
+
+
+def random_images(count, channels, side, generator):
+    """uint8 (B, C, S, S) noise with some smooth structure, and their PNG arrays."""
+    noise = torch.randint(0, 256, (count, channels, side, side), generator=generator)
+    ramp = torch.linspace(0, 255, side).view(1, 1, 1, side)
+    pixels = ((noise + ramp) / 2).round().clamp(0, 255).to(torch.uint8)
+    arrays = [p.permute(1, 2, 0).numpy() if channels == 3 else p[0].numpy() for p in pixels]
+    return pixels, arrays
+
+
+# ---------------------------------------------------------------------------
+# Analyses, in float64.
+
+
+def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_token"):
+    """Abnar & Zuidema rollout: R = M_L ... M_1, M = rownorm(fuse(A) + I), where
+    the floor(ratio * P^2) weakest patch-to-patch entries of fuse(A) are zeroed
+    (ties: earlier in row-major order first). -> (B, g, g), each map / its max."""
+    B, _, N, _ = attentions[0].shape
+    P = N - 1
+    g = math.isqrt(P)
+    eye = torch.eye(N, dtype=torch.float64)
+    R = eye.expand(B, N, N).clone()
+    k = math.floor(discard_ratio * P * P)
+    for a in attentions:
+        a = a.double()
+        fused = {"mean": lambda: a.mean(1), "max": lambda: a.max(1).values, "min": lambda: a.min(1).values}[fusion]()
+        if k > 0:
+            patch = fused[:, 1:, 1:].reshape(B, P * P)
+            order = torch.sort(patch, dim=1, stable=True).indices[:, :k]
+            patch = patch.scatter(1, order, 0.0)
+            fused = fused.clone()
+            fused[:, 1:, 1:] = patch.view(B, P, P)
+        M = fused + eye
+        M = M / M.sum(-1, keepdim=True)
+        R = M @ R
+    mask = R[:, 0, 1:] if source == "class_token" else R[:, 1:, 1:].mean(1)
+    peak = mask.max(dim=1, keepdim=True).values
+    mask = torch.where(peak > 0, mask / peak.clamp_min(1e-300), torch.zeros_like(mask))
+    return mask.view(B, g, g)
+
+
+def smallest_gap_at_threshold(attentions, fusion, discard_ratio):
+    """The smallest gap between the k-th and (k+1)-th weakest link over all
+    layers and images: if float32 noise exceeded it, two programs could
+    legitimately discard different entries."""
+    N = attentions[0].shape[-1]
+    P = N - 1
+    k = math.floor(discard_ratio * P * P)
+    gap = math.inf
+    for a in attentions:
+        a = a.double()
+        fused = {"mean": a.mean(1), "max": a.max(1).values, "min": a.min(1).values}[fusion]
+        s = torch.sort(fused[:, 1:, 1:].reshape(a.shape[0], -1), dim=1).values
+        if 0 < k < P * P:
+            gap = min(gap, (s[:, k] - s[:, k - 1]).min().item())
+    return gap
+
+
+def patch_distances(grid, patch_size):
+    """(P, P): pixels between the centres of patches q and k (row-major grid)."""
+    rows = torch.arange(grid * grid, dtype=torch.float64) // grid
+    cols = torch.arange(grid * grid, dtype=torch.float64) % grid
+    dr = rows[:, None] - rows[None, :]
+    dc = cols[:, None] - cols[None, :]
+    return patch_size * torch.sqrt(dr * dr + dc * dc)
+
+
+def mean_attention_distance(attentions, patch_size, renormalize=False):
+    """ViT paper Fig. 7: per layer and head, the mean over query patches of the
+    attention-weighted pixel distance to the key patches. -> (L, H), averaged
+    over images."""
+    per_layer = []
+    for a in attentions:
+        W = a.double()[:, :, 1:, 1:]  # (B, H, P, P): class token dropped
+        if renormalize:
+            sums = W.sum(-1, keepdim=True)
+            W = torch.where(sums > 0, W / sums.clamp_min(1e-300), torch.zeros_like(W))
+        grid = math.isqrt(W.shape[-1])
+        D = patch_distances(grid, patch_size)
+        per_layer.append((W * D).sum(-1).mean(-1))  # (B, H)
+    return torch.stack(per_layer, dim=1).mean(0)  # (L, H)
+
+
+# ---------------------------------------------------------------------------
+# Running vit and reporting.
+
+
+def parse_args(description):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--vit", required=True, help="path to the vit binary")
+    parser.add_argument("--workdir", required=True, help="scratch folder (created)")
+    args = parser.parse_args()
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(2)
+    return args
+
+
+def run_vit(vit, *args, cwd=None):
+    """Runs `vit ARGS --device cpu --threads 2 --quiet`; exits 1 on failure."""
+    command = [str(Path(vit).resolve()), *map(str, args), "--device", "cpu", "--threads", "2", "--quiet"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    if result.returncode != 0:
+        print("FAILED: " + " ".join(command), file=sys.stderr)
+        print(result.stdout + result.stderr, file=sys.stderr)
+        sys.exit(1)
+    return result.stdout
+
+
+def json_output(text):
+    """The JSON document in a command's stdout. spdlog writes its lines there
+    too (e.g. a warning), so start at the first line that opens the document."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.rstrip() in ("[", "{", "[]", "{}"):
+            return json.loads("".join(lines[i:]))
+    raise ValueError("no JSON document in vit's output:\n" + text)
+
+
+class Report:
+    """Collects comparisons; exit status 1 if any failed."""
+
+    def __init__(self, check):
+        self.check = check
+        self.failures = 0
+
+    def close(self, what, ours, theirs, tolerance):
+        ours = torch.as_tensor(ours, dtype=torch.float64)
+        theirs = torch.as_tensor(theirs, dtype=torch.float64)
+        if ours.shape != theirs.shape:
+            print(f"{self.check}: {what}: FAIL shape {list(ours.shape)} vs Python {list(theirs.shape)}")
+            self.failures += 1
+            return
+        diff = (ours - theirs).abs().max().item() if ours.numel() else 0.0
+        ok = diff <= tolerance
+        scale = theirs.abs().max().item() if theirs.numel() else 0.0
+        print(f"{self.check}: {what} {list(ours.shape)}: max |delta| = {diff:.3g} "
+              f"(values up to {scale:.3g}; tolerance {tolerance:g}) {'OK' if ok else 'FAIL'}")
+        self.failures += 0 if ok else 1
+
+    def equal(self, what, ours, theirs):
+        ok = ours == theirs
+        print(f"{self.check}: {what}: {'OK' if ok else 'FAIL'}" + ("" if ok else f" (vit {ours!r} vs Python {theirs!r})"))
+        self.failures += 0 if ok else 1
+
+    def finish(self):
+        print(f"{self.check}: {'PASSED' if self.failures == 0 else f'{self.failures} FAILED'}")
+        return 0 if self.failures == 0 else 1
