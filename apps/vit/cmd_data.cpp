@@ -25,6 +25,7 @@ namespace {
 
 constexpr int64_t kSampleCount = 32;
 constexpr int64_t kBenchWarmup = 5;
+constexpr size_t kShownClasses = 20;
 
 std::vector<int64_t> image_shape(const data::DataSplits& s) {
   const auto& images = s.train.images;
@@ -43,6 +44,14 @@ nlohmann::json describe(const Config& c, const data::DataSplits& s) {
           {"std", s.std}};
 }
 
+// The first kShownClasses names; Tiny-ImageNet's 200 would fill the screen.
+std::string class_list(const std::vector<std::string>& classes) {
+  const auto shown = std::min<size_t>(classes.size(), kShownClasses);
+  std::string out = fmt::format("{}", fmt::join(classes.begin(), classes.begin() + shown, ", "));
+  if (shown < classes.size()) out += fmt::format(", ... ({} more)", classes.size() - shown);
+  return out;
+}
+
 void print_text(const Config& c, const data::DataSplits& s) {
   const auto shape = image_shape(s);
   const auto& a = c.data.augment;
@@ -55,7 +64,7 @@ void print_text(const Config& c, const data::DataSplits& s) {
             << fmt::format("  test     {:>7} images\n", s.test.size())
             << fmt::format("  image    {} x {} x {}\n", shape[0], shape[1], shape[2])
             << fmt::format("  classes  {}: {}\n", s.train.num_classes(),
-                           fmt::join(s.train.classes, ", "))
+                           class_list(s.train.classes))
             << fmt::format("  mean     [{}]\n  std      [{}]\n", fmt::join(s.mean, ", "),
                            fmt::join(s.std, ", "))
             << fmt::format(

@@ -115,15 +115,27 @@ std::vector<std::string> cifar_class_names(const fs::path& root, CifarKind kind)
 }
 
 DatasetPair load_cifar(const fs::path& root, CifarKind kind) {
+  const std::string name = layout_of(kind).name;
+  auto files = train_files(root, kind);
+  files.push_back(test_file(root, kind));
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) {
+      throw Error(file.string() + ": file not found (the " + name + " binary version has " +
+                  (kind == CifarKind::kCifar10
+                       ? "data_batch_1.bin .. data_batch_5.bin and test_batch.bin"
+                       : "train.bin and test.bin") +
+                  " in data.root)");
+    }
+  }
   const auto classes = cifar_class_names(root, kind);
   std::vector<Dataset> parts;
-  for (const auto& file : train_files(root, kind))
-    parts.push_back(read_cifar_file(file, kind, classes));
+  for (size_t i = 0; i + 1 < files.size(); ++i)
+    parts.push_back(read_cifar_file(files[i], kind, classes));
   DatasetPair pair;
-  const std::string name = layout_of(kind).name;
   pair.train = parts.size() == 1 ? std::move(parts.front())
                                  : concat(parts, root.string() + " (" + name + " train)");
-  pair.test = read_cifar_file(test_file(root, kind), kind, classes);
+  pair.test = read_cifar_file(files.back(), kind, classes);
   return pair;
 }
 

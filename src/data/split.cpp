@@ -13,9 +13,11 @@ namespace vit::data {
 
 namespace {
 
+constexpr uint64_t kTieStream = ~uint64_t{0};  // never a class index
+
 // Per-class quotas by largest remainder, so they sum to exactly `count`.
 std::vector<int64_t> class_quotas(const std::vector<int64_t>& per_class, int64_t total,
-                                  int64_t count) {
+                                  int64_t count, uint64_t seed) {
   const auto k = per_class.size();
   std::vector<int64_t> quota(k);
   std::vector<int64_t> remainder(k);
@@ -27,6 +29,11 @@ std::vector<int64_t> class_quotas(const std::vector<int64_t>& per_class, int64_t
   }
   std::vector<size_t> order(k);
   std::iota(order.begin(), order.end(), 0);
+  // Ties are common (e.g. 64 of 200 equal classes); a seeded shuffle before the
+  // stable sort spreads them over all classes instead of favouring the first.
+  Rng rng = Rng::derive({seed, kTieStream});
+  for (size_t i = k; i > 1; --i)
+    std::swap(order[i - 1], order[rng.below(i)]);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return remainder[a] > remainder[b]; });
   for (size_t i = 0; assigned < count; ++i, ++assigned)
@@ -56,7 +63,8 @@ Picked stratified_pick(const at::Tensor& labels, int64_t num_classes, int64_t co
   std::vector<int64_t> per_class(num_classes);
   for (int64_t c = 0; c < num_classes; ++c)
     per_class[c] = static_cast<int64_t>(members[c].size());
-  const auto quota = n > 0 ? class_quotas(per_class, n, count) : std::vector<int64_t>(num_classes);
+  const auto quota =
+      n > 0 ? class_quotas(per_class, n, count, seed) : std::vector<int64_t>(num_classes);
 
   std::vector<uint8_t> chosen(n, 0);
   for (int64_t c = 0; c < num_classes; ++c) {

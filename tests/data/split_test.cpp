@@ -31,6 +31,20 @@ TEST(StratifiedPick, GivesTheRemainderToTheLargestFractions) {
   EXPECT_TRUE(torch::equal(counts, torch::tensor({4, 2, 1}, torch::kInt64)));
 }
 
+TEST(StratifiedPick, SpreadsTiesOverAllClasses) {
+  // 5 of 20 equal classes: each class's share is 0.25, so 5 classes get one
+  // image; which ones follows the seed, not the class order.
+  const auto labels = torch::arange(100, torch::kInt64).remainder(20);
+  auto classes_of = [&](uint64_t seed) {
+    const auto picked = vit::data::stratified_pick(labels, 20, 5, seed).picked;
+    return std::get<0>(labels.index_select(0, picked).sort());
+  };
+  const auto a = classes_of(1);
+  EXPECT_EQ(std::get<0>(at::_unique(a)).size(0), 5);
+  EXPECT_FALSE(torch::equal(a, torch::arange(5, torch::kInt64)));
+  EXPECT_FALSE(torch::equal(a, classes_of(2)));
+}
+
 TEST(StratifiedPick, IsDeterministicDisjointAndSeeded) {
   const auto labels = skewed_labels();
   auto a = vit::data::stratified_pick(labels, 3, 20, 5);

@@ -14,7 +14,8 @@ struct Picked {
 
 // Chooses `count` of the N labelled items so that every class keeps its share:
 // class k gets floor(count * n_k / N) items, and the remaining ones go to the
-// classes with the largest fractional parts (ties to the lower class index).
+// classes with the largest fractional parts (ties broken by a seeded
+// shuffle of the classes).
 // Which items of a class are chosen is a seeded shuffle, so the result is a
 // pure function of (labels, count, seed). Throws if count > N.
 Picked stratified_pick(const at::Tensor& labels, int64_t num_classes, int64_t count, uint64_t seed);
