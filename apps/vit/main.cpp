@@ -1,12 +1,17 @@
 // vit: train Vision Transformers and look inside them. The only place that
 // catches exceptions: every error becomes one log line and a non-zero exit.
 #include <exception>
+#include <string>
 
+#include <c10/util/Exception.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
 
 int main(int argc, char** argv) {
+  // Logs are for people and go to stderr; stdout carries --json output and tables.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("vit"));
   vit::cli::Cli cli;
   try {
     cli.parse(argc, argv);
@@ -15,6 +20,12 @@ int main(int argc, char** argv) {
   }
   try {
     return cli.run();
+  } catch (const c10::Error& e) {
+    // LibTorch's what() appends a C++ backtrace of many lines; its first line
+    // without the backtrace says what went wrong.
+    const std::string message = e.what_without_backtrace();
+    spdlog::error("{}", message.substr(0, message.find('\n')));
+    return 1;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;
