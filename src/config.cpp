@@ -95,6 +95,32 @@ std::vector<std::string> known_paths() {
   return paths;
 }
 
+// Every dotted prefix of a field path: "model", "data", "data.augment", ...
+std::set<std::string> section_paths() {
+  std::set<std::string> sections;
+  for (const auto& path : known_paths()) {
+    for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
+      sections.insert(path.substr(0, dot));
+  }
+  return sections;
+}
+
+// Gives mean, std and hflip the dataset's defaults, except those given explicitly.
+void apply_dataset_defaults(DataConfig& d) {
+  auto [mean, stdev] = dataset_norm_defaults(d.dataset);
+  if (!d.mean_given) d.mean = std::move(mean);
+  if (!d.std_given) d.std = std::move(stdev);
+  if (!d.hflip_given) d.augment.hflip = dataset_hflip_default(d.dataset);
+}
+
+// The first key of a section, in for_each_field's order, to show as an example.
+std::string first_key_of(const std::string& section) {
+  for (const auto& path : known_paths()) {
+    if (path.compare(0, section.size() + 1, section + ".") == 0) return path;
+  }
+  return section;
+}
+
 json::json_pointer pointer_of(const std::string& dotted) {
   std::string p = "/" + dotted;
   std::replace(p.begin(), p.end(), '.', '/');
@@ -200,13 +226,8 @@ void check_known_keys(const json& j, const std::string& prefix, const std::set<s
 }
 
 void check_all_keys(const json& j) {
-  std::set<std::string> leaves, sections;
-  for (const auto& path : known_paths()) {
-    leaves.insert(path);
-    for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
-      sections.insert(path.substr(0, dot));
-  }
-  check_known_keys(j, "", leaves, sections);
+  const auto paths = known_paths();
+  check_known_keys(j, "", std::set<std::string>(paths.begin(), paths.end()), section_paths());
 }
 
 void require(bool ok, const std::string& message) {
@@ -233,33 +254,58 @@ void require_choice(const std::string& path, const std::string& value,
   require(one_of(value, choices), path + " is " + quoted(value) + ", expected " + join(choices));
 }
 
+// An integer in [low, high]; `note` says what the bounds mean where it helps.
+void require_range(const std::string& path, int64_t value, int64_t low, int64_t high,
+                   const std::string& note = "") {
+  require(value >= low && value <= high, path + " is " + std::to_string(value) + ", expected " +
+                                             std::to_string(low) + ".." + std::to_string(high) +
+                                             note);
+}
+
+// The syntax resolve_device() accepts: auto | cpu | cuda | cuda:N (N of 1 to 4 digits).
+// Whether the device exists is checked when a command picks it.
+bool is_device_spec(const std::string& spec) {
+  if (spec == "auto" || spec == "cpu" || spec == "cuda") return true;
+  const std::string prefix = "cuda:";
+  if (spec.compare(0, prefix.size(), prefix) != 0) return false;
+  const std::string index = spec.substr(prefix.size());
+  return !index.empty() && index.size() <= 4 &&
+         std::all_of(index.begin(), index.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
 void require_fraction(const std::string& path, double value, bool allow_one) {
   require(value >= 0.0 && (allow_one ? value <= 1.0 : value < 1.0),
           path + " is " + std::to_string(value) + ", expected a value in [0, 1" +
               (allow_one ? "]" : ")"));
 }
 
+// The upper bounds (config.hpp) keep every size, and the parameter and FLOP
+// counts computed from them, far inside int64.
 void validate_model(const ModelConfig& m) {
-  require(m.image_size > 0,
-          "model.image_size is " + std::to_string(m.image_size) + ", expected > 0");
+  require_range("model.image_size", m.image_size, 1, kMaxImageSize);
   require(m.patch_size > 0,
           "model.patch_size is " + std::to_string(m.patch_size) + ", expected > 0");
   require(m.image_size % m.patch_size == 0, "model.patch_size " + std::to_string(m.patch_size) +
                                                 " does not divide model.image_size " +
                                                 std::to_string(m.image_size));
+  require(m.num_patches() <= kMaxPatches,
+          "model.image_size " + std::to_string(m.image_size) + " / model.patch_size " +
+              std::to_string(m.patch_size) + " gives " + std::to_string(m.num_patches()) +
+              " patches, expected at most " + std::to_string(kMaxPatches));
   require(m.channels == 1 || m.channels == 3,
           "model.channels is " + std::to_string(m.channels) + ", expected 1 (gray) or 3 (RGB)");
-  require(m.num_classes >= 2,
-          "model.num_classes is " + std::to_string(m.num_classes) + ", expected >= 2");
-  require(m.dim > 0, "model.dim is " + std::to_string(m.dim) + ", expected > 0");
-  require(m.depth > 0, "model.depth is " + std::to_string(m.depth) + ", expected > 0");
-  require(m.heads > 0, "model.heads is " + std::to_string(m.heads) + ", expected > 0");
-  require(m.dim_head >= 0,
-          "model.dim_head is " + std::to_string(m.dim_head) + ", expected >= 0 (0 = dim / heads)");
+  require_range("model.num_classes", m.num_classes, 2, kMaxClasses);
+  require_range("model.dim", m.dim, 1, kMaxWidth);
+  require_range("model.depth", m.depth, 1, kMaxDepth);
+  require_range("model.heads", m.heads, 1, m.dim, " (at most model.dim)");
+  require_range("model.dim_head", m.dim_head, 0, kMaxWidth, " (0 = dim / heads)");
   require(m.dim_head > 0 || m.dim % m.heads == 0,
           "model.heads " + std::to_string(m.heads) + " does not divide model.dim " +
               std::to_string(m.dim) + " (set model.dim_head to use another head width)");
-  require(m.mlp_dim > 0, "model.mlp_dim is " + std::to_string(m.mlp_dim) + ", expected > 0");
+  require(m.inner_dim() <= kMaxWidth, "model.heads * model.dim_head is " +
+                                          std::to_string(m.inner_dim()) + ", expected at most " +
+                                          std::to_string(kMaxWidth));
+  require_range("model.mlp_dim", m.mlp_dim, 1, kMaxWidth);
   require_choice("model.pool", m.pool, {"cls", "mean"});
   require_fraction("model.dropout", m.dropout, false);
   require_fraction("model.emb_dropout", m.emb_dropout, false);
@@ -268,7 +314,8 @@ void validate_model(const ModelConfig& m) {
           "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
 }
 
-void validate_data(const DataConfig& d, int64_t channels) {
+void validate_data(const DataConfig& d, const ModelConfig& m) {
+  const int64_t channels = m.channels;
   require_choice(
       "data.dataset", d.dataset,
       {"cifar10", "cifar100", "mnist", "fashion-mnist", "tiny-imagenet", "image-folder"});
@@ -284,8 +331,10 @@ void validate_data(const DataConfig& d, int64_t channels) {
   for (double s : d.std)
     require(s > 0, "data.std holds " + std::to_string(s) + ", expected every value > 0");
   const auto& a = d.augment;
-  require(a.crop_padding >= 0,
-          "data.augment.crop_padding is " + std::to_string(a.crop_padding) + ", expected >= 0");
+  // Reflect padding needs a side longer than the padding; zero padding that
+  // wide would crop mostly black squares.
+  require_range("data.augment.crop_padding", a.crop_padding, 0, m.image_size - 1,
+                " (below model.image_size)");
   require_choice("data.augment.padding_mode", a.padding_mode, {"zeros", "reflect"});
   require(a.randaugment_ops >= 0, "data.augment.randaugment_ops is " +
                                       std::to_string(a.randaugment_ops) + ", expected >= 0");
@@ -350,11 +399,11 @@ void validate_analysis(const AnalysisConfig& a) {
 
 void Config::validate() const {
   require(!name.empty(), "name is empty, expected a run name such as \"cifar10\"");
-  require(threads >= 0,
-          "threads is " + std::to_string(threads) + ", expected >= 0 (0 = all cores)");
-  require(!device.empty(), "device is empty, expected auto | cpu | cuda | cuda:N");
+  require_range("threads", threads, 0, kMaxThreads, " (0 = all cores)");
+  require(is_device_spec(device),
+          "device is " + quoted(device) + ", expected auto | cpu | cuda | cuda:N");
   validate_model(model);
-  validate_data(data, model.channels);
+  validate_data(data, model);
   validate_train(train);
   validate_analysis(analysis);
 }
@@ -376,15 +425,12 @@ Config config_from_json(const json& j) {
     const auto pointer = pointer_of(path);
     if (j.contains(pointer)) read_value(path, j.at(pointer), value);
   });
-  // A config that changes the dataset but not the normalisation gets that
-  // dataset's statistics instead of CIFAR-10's.
-  const bool has_mean = j.contains(pointer_of("data.mean"));
-  const bool has_std = j.contains(pointer_of("data.std"));
-  if (!has_mean || !has_std) {
-    auto [mean, stdev] = dataset_norm_defaults(c.data.dataset);
-    if (!has_mean) c.data.mean = mean;
-    if (!has_std) c.data.std = stdev;
-  }
+  // A config that changes the dataset but not the normalisation (or flip)
+  // gets that dataset's defaults instead of CIFAR-10's.
+  c.data.mean_given = j.contains(pointer_of("data.mean"));
+  c.data.std_given = j.contains(pointer_of("data.std"));
+  c.data.hflip_given = j.contains(pointer_of("data.augment.hflip"));
+  apply_dataset_defaults(c.data);
   return c;
 }
 
@@ -409,9 +455,19 @@ void apply_override(Config& c, const std::string& assignment) {
       read_value(key, parsed, value);
     }
   });
-  if (!found)
+  if (!found) {
+    // "model" is the closest path to itself, so a section gets its own hint.
+    if (section_paths().count(key))
+      throw Error("--set: '" + key + "' is a section; set one of its keys, e.g. " +
+                  first_key_of(key));
     throw Error("--set: unknown config key '" + key + "'; did you mean '" + closest_path(key) +
                 "'?");
+  }
+  // Explicit values stay; the rest follow the dataset, whichever --set comes first.
+  if (key == "data.mean") c.data.mean_given = true;
+  if (key == "data.std") c.data.std_given = true;
+  if (key == "data.augment.hflip") c.data.hflip_given = true;
+  if (key == "data.dataset") apply_dataset_defaults(c.data);
 }
 
 Config parse_config_string(const std::string& text, const std::string& source_name) {
@@ -452,6 +508,10 @@ std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
   if (dataset == "tiny-imagenet") return {{0.4802, 0.4481, 0.3975}, {0.2770, 0.2691, 0.2821}};
   if (dataset == "image-folder") return {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
   return {{0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616}};  // CIFAR-10
+}
+
+bool dataset_hflip_default(const std::string& dataset) {
+  return dataset != "mnist";
 }
 
 }  // namespace vit

@@ -1,5 +1,7 @@
 #include "vit/config.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -80,32 +82,139 @@ TEST(Config, WrongTypesAreErrors) {
             std::string::npos);
 }
 
+// One case per rule of validate() (two where a range has two ends), each with
+// its whole message.
 TEST(Config, EachValidationRuleRejectsItsValue) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"model.patch_size=5", "model.patch_size 5 does not divide model.image_size 32"},
+      {"name=", "name is empty, expected a run name such as \"cifar10\""},
+      {"threads=-1", "threads is -1, expected 0..1024 (0 = all cores)"},
+      {"threads=1025", "threads is 1025, expected 0..1024 (0 = all cores)"},
+      {"device=gpu", "device is 'gpu', expected auto | cpu | cuda | cuda:N"},
+      {"device=", "device is '', expected auto | cpu | cuda | cuda:N"},
+      {"device=cuda:x", "device is 'cuda:x', expected auto | cpu | cuda | cuda:N"},
+      {"device=cuda:", "device is 'cuda:', expected auto | cpu | cuda | cuda:N"},
+      {"device=cuda:12345", "device is 'cuda:12345', expected auto | cpu | cuda | cuda:N"},
+      {"device=CPU", "device is 'CPU', expected auto | cpu | cuda | cuda:N"},
+
+      {"model.image_size=0", "model.image_size is 0, expected 1..16384"},
+      {"model.image_size=3000000000", "model.image_size is 3000000000, expected 1..16384"},
       {"model.patch_size=0", "model.patch_size is 0, expected > 0"},
-      {"model.heads=3", "model.heads 3 does not divide model.dim 256"},
+      {"model.patch_size=5", "model.patch_size 5 does not divide model.image_size 32"},
+      {"model.image_size=16384",
+       "model.image_size 16384 / model.patch_size 4 gives 16777216 patches, expected at most "
+       "65536"},
       {"model.channels=2", "model.channels is 2, expected 1 (gray) or 3 (RGB)"},
+      {"model.num_classes=1", "model.num_classes is 1, expected 2..1000000"},
+      {"model.num_classes=1000001", "model.num_classes is 1000001, expected 2..1000000"},
+      {"model.dim=0", "model.dim is 0, expected 1..65536"},
+      {"model.dim=65537", "model.dim is 65537, expected 1..65536"},
+      {"model.depth=0", "model.depth is 0, expected 1..1024"},
+      {"model.depth=1025", "model.depth is 1025, expected 1..1024"},
+      {"model.heads=0", "model.heads is 0, expected 1..256 (at most model.dim)"},
+      {"model.heads=512", "model.heads is 512, expected 1..256 (at most model.dim)"},
+      {"model.dim_head=-1", "model.dim_head is -1, expected 0..65536 (0 = dim / heads)"},
+      {"model.dim_head=65537", "model.dim_head is 65537, expected 0..65536 (0 = dim / heads)"},
+      {"model.heads=3",
+       "model.heads 3 does not divide model.dim 256 (set model.dim_head to use another head "
+       "width)"},
+      {"model.dim_head=65536", "model.heads * model.dim_head is 524288, expected at most 65536"},
+      {"model.mlp_dim=0", "model.mlp_dim is 0, expected 1..65536"},
+      {"model.mlp_dim=65537", "model.mlp_dim is 65537, expected 1..65536"},
       {"model.pool=max", "model.pool is 'max', expected cls | mean"},
       {"model.dropout=1.0", "model.dropout is 1.000000, expected a value in [0, 1)"},
+      {"model.emb_dropout=-0.1", "model.emb_dropout is -0.100000, expected a value in [0, 1)"},
+      {"model.attn_dropout=1", "model.attn_dropout is 1.000000, expected a value in [0, 1)"},
+      {"model.layer_norm_eps=0", "model.layer_norm_eps is 0.000000, expected > 0"},
+
+      {"data.dataset=imagenet",
+       "data.dataset is 'imagenet', expected cifar10 | cifar100 | mnist | fashion-mnist | "
+       "tiny-imagenet | image-folder"},
+      {"data.root=", "data.root is empty, expected the folder holding the dataset"},
+      {"data.val_size=-1", "data.val_size is -1, expected >= 0"},
+      {"data.mean=[0.5]", "data.mean has 1 values, expected one per channel (model.channels = 3)"},
+      {"data.std=[0.5, 0.5]",
+       "data.std has 2 values, expected one per channel (model.channels = 3)"},
+      {"data.std=[0.5, 0, 0.5]", "data.std holds 0.000000, expected every value > 0"},
+      {"data.augment.crop_padding=-1",
+       "data.augment.crop_padding is -1, expected 0..31 (below model.image_size)"},
+      {"data.augment.crop_padding=32",
+       "data.augment.crop_padding is 32, expected 0..31 (below model.image_size)"},
+      {"data.augment.padding_mode=edge",
+       "data.augment.padding_mode is 'edge', expected zeros | reflect"},
+      {"data.augment.randaugment_ops=-1", "data.augment.randaugment_ops is -1, expected >= 0"},
+      {"data.augment.randaugment_magnitude=31",
+       "data.augment.randaugment_magnitude is 31.000000, expected 0..30"},
+      {"data.augment.randaugment_magnitude=-1",
+       "data.augment.randaugment_magnitude is -1.000000, expected 0..30"},
+      {"data.augment.mixup_alpha=-1", "data.augment.mixup_alpha is -1.000000, expected >= 0"},
+      {"data.augment.cutmix_alpha=-0.5", "data.augment.cutmix_alpha is -0.500000, expected >= 0"},
+      {"data.augment.mix_prob=1.5",
+       "data.augment.mix_prob is 1.500000, expected a value in [0, 1]"},
+      {"data.limit_train=-1", "data.limit_train is -1, expected >= 0 (0 = all)"},
+      {"data.limit_test=-1", "data.limit_test is -1, expected >= 0 (0 = all)"},
+
+      {"train.batch_size=0", "train.batch_size is 0, expected > 0"},
+      {"train.eval_batch_size=-1", "train.eval_batch_size is -1, expected >= 0"},
+      {"train.epochs=0", "train.epochs is 0, expected > 0"},
+      {"train.optimizer=adam", "train.optimizer is 'adam', expected adamw | sgd"},
       {"train.lr=0", "train.lr is 0.000000, expected > 0"},
       {"train.lr=-0.1", "train.lr is -0.100000, expected > 0"},
-      {"train.batch_size=0", "train.batch_size is 0, expected > 0"},
+      {"train.min_lr=0.01", "train.min_lr is 0.010000, expected 0 <= min_lr <= lr"},
+      {"train.min_lr=-1", "train.min_lr is -1.000000, expected 0 <= min_lr <= lr"},
+      {"train.momentum=1", "train.momentum is 1.000000, expected a value in [0, 1)"},
+      {"train.betas=[0.9]", "train.betas must be two values in [0, 1)"},
+      {"train.betas=[0.9, 1.0]", "train.betas must be two values in [0, 1)"},
+      {"train.weight_decay=-0.01", "train.weight_decay is -0.010000, expected >= 0"},
+      {"train.warmup_epochs=-1", "train.warmup_epochs is -1.000000, expected >= 0"},
+      {"train.label_smoothing=1", "train.label_smoothing is 1.000000, expected a value in [0, 1)"},
+      {"train.grad_clip=-1", "train.grad_clip is -1.000000, expected >= 0 (0 = off)"},
+      {"train.early_stop_patience=-1", "train.early_stop_patience is -1, expected >= 0 (0 = off)"},
+      {"train.early_stop_min_delta=-0.1", "train.early_stop_min_delta is -0.100000, expected >= 0"},
+      {"train.validate_every=-1", "train.validate_every is -1, expected >= 0 (0 = every epoch)"},
       {"train.precision=fp8", "train.precision is 'fp8', expected fp32 | bf16 | fp16"},
-      {"train.optimizer=adam", "train.optimizer is 'adam', expected adamw | sgd"},
-      {"data.dataset=imagenet", "data.dataset is 'imagenet'"},
-      {"data.mean=[0.5]", "data.mean has 1 values, expected one per channel (model.channels = 3)"},
-      {"data.std=[0.5, 0, 0.5]", "data.std holds 0.000000, expected every value > 0"},
+      {"train.log_every_s=0", "train.log_every_s is 0.000000, expected > 0"},
+
       {"analysis.head_fusion=median",
        "analysis.head_fusion is 'median', expected mean | max | min"},
+      {"analysis.discard_ratio=1",
+       "analysis.discard_ratio is 1.000000, expected a value in [0, 1)"},
+      {"analysis.rollout_samples=0", "analysis.rollout_samples is 0, expected > 0"},
+      {"analysis.distance_samples=0", "analysis.distance_samples is 0, expected > 0"},
   };
   for (const auto& [assignment, message] : cases) {
     Config c;
     apply_override(c, assignment);
-    const std::string error = error_of([&] { c.validate(); });
-    EXPECT_NE(error.find("invalid config: " + message), std::string::npos)
-        << assignment << " gave: " << error;
+    EXPECT_EQ(error_of([&] { c.validate(); }), "invalid config: " + message) << assignment;
   }
+}
+
+TEST(Config, EveryDeviceSyntaxIsAccepted) {
+  for (const std::string device : {"auto", "cpu", "cuda", "cuda:0", "cuda:7", "cuda:1234"}) {
+    Config c;
+    apply_override(c, "device=" + device);
+    EXPECT_NO_THROW(c.validate()) << device;
+  }
+}
+
+TEST(Config, TheLargestAllowedModelValidates) {
+  Config c;
+  for (const char* assignment :
+       {"model.image_size=16384", "model.patch_size=64", "model.num_classes=1000000",
+        "model.dim=65536", "model.depth=1024", "model.heads=65536", "model.dim_head=1",
+        "model.mlp_dim=65536", "data.augment.crop_padding=16383", "threads=1024"})
+    apply_override(c, assignment);
+  EXPECT_NO_THROW(c.validate());
+}
+
+TEST(Config, ASectionIsNotAKey) {
+  Config c;
+  EXPECT_EQ(error_of([&] { apply_override(c, R"(model={"depth": 3})"); }),
+            "--set: 'model' is a section; set one of its keys, e.g. model.image_size");
+  EXPECT_EQ(error_of([&] { apply_override(c, "data.augment=1"); }),
+            "--set: 'data.augment' is a section; set one of its keys, e.g. "
+            "data.augment.crop_padding");
+  EXPECT_EQ(error_of([&] { apply_override(c, "analysis=x"); }),
+            "--set: 'analysis' is a section; set one of its keys, e.g. analysis.head_fusion");
 }
 
 TEST(Config, DimHeadLetsTheAttentionWidthDifferFromDim) {
@@ -145,6 +254,84 @@ TEST(Config, DatasetPicksItsNormalisationUnlessGiven) {
   const Config given = from(R"({"data": {"dataset": "cifar100", "mean": [0.5, 0.5, 0.5]}})");
   EXPECT_DOUBLE_EQ(given.data.mean[0], 0.5);
   EXPECT_DOUBLE_EQ(given.data.std[0], 0.2673);
+}
+
+TEST(Config, FlipIsOffByDefaultOnlyForDigits) {
+  EXPECT_TRUE(Config().data.augment.hflip);
+  for (const std::string dataset :
+       {"cifar10", "cifar100", "fashion-mnist", "tiny-imagenet", "image-folder"}) {
+    const Config c = from(R"({"data": {"dataset": ")" + dataset + R"("}})");
+    EXPECT_TRUE(c.data.augment.hflip) << dataset;
+  }
+  EXPECT_FALSE(from(R"({"data": {"dataset": "mnist"}})").data.augment.hflip);
+  EXPECT_TRUE(
+      from(R"({"data": {"dataset": "mnist", "augment": {"hflip": true}}})").data.augment.hflip);
+  EXPECT_FALSE(from(R"({"data": {"augment": {"hflip": false}}})").data.augment.hflip);
+}
+
+// A config file on disk, read with --set overrides as the commands read it.
+class ConfigFile : public ::testing::Test {
+ protected:
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string write(const std::string& text) {
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  const std::string path_ = (std::filesystem::temp_directory_path() /
+                             ("vit_config_test_" + std::to_string(::getpid()) + ".json"))
+                                .string();
+};
+
+// The file leaves the dataset at CIFAR-10 and --set changes it: mean, std and
+// hflip follow the new dataset unless the file or a --set gave them.
+TEST_F(ConfigFile, DatasetDefaultsFollowTheDatasetSetOnTheCommandLine) {
+  const Config c = load_config(write("{}"), {"data.dataset=mnist", "model.channels=1"});
+  EXPECT_EQ(c.data.mean, (std::vector<double>{0.1307}));
+  EXPECT_EQ(c.data.std, (std::vector<double>{0.3081}));
+  EXPECT_FALSE(c.data.augment.hflip);
+
+  // The order of the --set flags does not matter.
+  const Config later = load_config(write("{}"), {"model.channels=1", "data.dataset=fashion-mnist"});
+  EXPECT_EQ(later.data.mean, (std::vector<double>{0.2860}));
+  EXPECT_EQ(later.data.std, (std::vector<double>{0.3530}));
+  EXPECT_TRUE(later.data.augment.hflip);
+}
+
+TEST_F(ConfigFile, ExplicitValuesSurviveADatasetOverride) {
+  // From the file: mean and hflip stay, std follows the new dataset.
+  const std::string file =
+      R"({"model": {"channels": 1}, "data": {"mean": [0.5], "augment": {"hflip": true}}})";
+  const Config from_file = load_config(write(file), {"data.dataset=mnist"});
+  EXPECT_EQ(from_file.data.mean, (std::vector<double>{0.5}));
+  EXPECT_EQ(from_file.data.std, (std::vector<double>{0.3081}));
+  EXPECT_TRUE(from_file.data.augment.hflip);
+
+  // From --set, before or after the dataset.
+  const Config from_set = load_config(
+      write("{}"),
+      {"data.std=[0.25]", "model.channels=1", "data.dataset=mnist", "data.augment.hflip=true"});
+  EXPECT_EQ(from_set.data.mean, (std::vector<double>{0.1307}));
+  EXPECT_EQ(from_set.data.std, (std::vector<double>{0.25}));
+  EXPECT_TRUE(from_set.data.augment.hflip);
+}
+
+TEST_F(ConfigFile, AResolvedConfigReadsBackTheSame) {
+  // config.json of a run holds the resolved values, so reading it back (even
+  // with another dataset set on top) changes nothing that was resolved.
+  const Config c = load_config(write(R"({"model": {"channels": 1}})"), {"data.dataset=mnist"});
+  const std::string text = config_to_json_string(c);
+  const Config back = from(text);
+  EXPECT_EQ(config_to_json_string(back), text);
+  EXPECT_EQ(back.data.mean, (std::vector<double>{0.1307}));
+  EXPECT_FALSE(back.data.augment.hflip);
+  Config moved = from(text);
+  apply_override(moved, "data.dataset=fashion-mnist");
+  EXPECT_EQ(moved.data.mean, (std::vector<double>{0.1307}));
+  EXPECT_FALSE(moved.data.augment.hflip);
+
+  const Config digits = from(R"({"model": {"channels": 1}, "data": {"dataset": "mnist"}})");
+  EXPECT_EQ(config_to_json_string(from(config_to_json_string(digits))),
+            config_to_json_string(digits));
 }
 
 TEST(Config, EveryShippedConfigLoadsAndValidates) {

@@ -18,8 +18,9 @@ namespace vit::cli {
 
 void add_common_options(CLI::App& cmd, CommonOptions& options) {
   cmd.add_option("--device", options.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  // The same bound as the config's `threads`; more threads than this are a typo.
   cmd.add_option("--threads", options.threads, "CPU threads for LibTorch (0 = all cores)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(int64_t{0}, kMaxThreads))
       ->capture_default_str();
   cmd.add_option("--seed", options.seed, "random seed (default: the config's seed)")
       ->check(CLI::NonNegativeNumber);

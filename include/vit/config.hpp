@@ -11,16 +11,26 @@
 
 namespace vit {
 
+// Upper bounds that validate() enforces. They are far above any model that fits
+// in memory, and low enough that the parameter and FLOP counts of `vit info`
+// (int64) cannot overflow.
+inline constexpr int64_t kMaxImageSize = 16384;    // pixels per side
+inline constexpr int64_t kMaxPatches = 65536;      // patches per image (a 256 x 256 grid)
+inline constexpr int64_t kMaxWidth = 65536;        // dim, dim_head, heads * head width, mlp_dim
+inline constexpr int64_t kMaxDepth = 1024;         // transformer blocks
+inline constexpr int64_t kMaxClasses = 1'000'000;  // classifier outputs
+inline constexpr int64_t kMaxThreads = 1024;       // `threads` and --threads
+
 struct ModelConfig {
-  int64_t image_size = 32;       // pixels, square input (e.g. 32 for CIFAR, 224 for ImageNet)
-  int64_t patch_size = 4;        // pixels; must divide image_size
+  int64_t image_size = 32;       // pixels, square, 1..16384 (32 for CIFAR, 224 for ImageNet)
+  int64_t patch_size = 4;        // pixels; must divide image_size; at most 65536 patches
   int64_t channels = 3;          // 1 = gray, 3 = RGB
-  int64_t num_classes = 10;      // size of the classifier head
-  int64_t dim = 256;             // token width D
-  int64_t depth = 6;             // number of transformer blocks L
-  int64_t heads = 8;             // attention heads H
-  int64_t dim_head = 0;          // per-head width; 0 = dim / heads
-  int64_t mlp_dim = 512;         // hidden width of each block's MLP
+  int64_t num_classes = 10;      // size of the classifier head, 2..1,000,000
+  int64_t dim = 256;             // token width D, 1..65536
+  int64_t depth = 6;             // number of transformer blocks L, 1..1024
+  int64_t heads = 8;             // attention heads H, 1..dim; heads * head_dim() <= 65536
+  int64_t dim_head = 0;          // per-head width, 0..65536; 0 = dim / heads
+  int64_t mlp_dim = 512;         // hidden width of each block's MLP, 1..65536
   std::string pool = "cls";      // "cls" (class token) | "mean" (mean of patch tokens)
   bool qkv_bias = true;          // bias on the fused q/k/v projection (timm: true)
   double dropout = 0.0;          // after the attention projection and in the MLP
@@ -35,9 +45,9 @@ struct ModelConfig {
 };
 
 struct AugmentConfig {
-  int64_t crop_padding = 4;            // pixels of padding before a random crop; 0 = off
+  int64_t crop_padding = 4;            // pixels padded before a random crop, < image_size; 0 = off
   std::string padding_mode = "zeros";  // "zeros" | "reflect"
-  bool hflip = true;                   // random horizontal flip (off for digits)
+  bool hflip = true;                   // random horizontal flip; per-dataset default (mnist: off)
   int64_t randaugment_ops = 0;         // RandAugment-style ops per image; 0 = off
   double randaugment_magnitude = 9.0;  // 0..30, RandAugment's scale
   double mixup_alpha = 0.0;            // Beta(a, a) for mixup; 0 = off
@@ -51,13 +61,20 @@ struct DataConfig {
   std::string root = "data/cifar-10-batches-bin";  // folder holding the dataset's files
   int64_t val_size = 5000;  // training images held out for validation (stratified)
   std::vector<double> mean = {0.4914, 0.4822, 0.4465};  // per channel, on [0,1] pixels
-  std::vector<double> std = {0.2470, 0.2435, 0.2616};   // per channel
+  std::vector<double> std = {0.2470, 0.2435, 0.2616};   // per channel; both default per dataset
   AugmentConfig augment;
-  int64_t limit_train = 0;    // use only the first N training images; 0 = all
-  int64_t limit_test = 0;     // use only the first N test images; 0 = all
+  int64_t limit_train = 0;    // keep N training images (seeded, stratified); 0 = all
+  int64_t limit_test = 0;     // keep N test images (seeded, stratified); 0 = all
   bool skip_corrupt = false;  // skip unreadable images with a warning instead of failing
   std::string cache_dir =
       "";  // where decoded-image caches go if root is read-only; "" = ~/.cache/vit
+
+  // Not config keys: whether mean, std and augment.hflip were given in a file
+  // or by --set. The ones left out follow `dataset`, even when --set changes
+  // the dataset after the file was read.
+  bool mean_given = false;
+  bool std_given = false;
+  bool hflip_given = false;
 };
 
 struct TrainConfig {
@@ -92,7 +109,7 @@ struct Config {
   std::string name = "cifar10";  // run name; run folders are runs/<name>-<timestamp>
   uint64_t seed = 0;
   std::string device = "auto";  // "auto" | "cpu" | "cuda" | "cuda:N"
-  int64_t threads = 0;          // LibTorch intra-op threads; 0 = all cores
+  int64_t threads = 0;          // LibTorch intra-op threads, 0..1024; 0 = all cores
   ModelConfig model;
   DataConfig data;
   TrainConfig train;
@@ -110,6 +127,8 @@ std::string config_to_json_string(const Config& c);  // pretty, 2-space indent
 
 // Apply one "--set a.b=value" override. The value is parsed as JSON when the
 // key holds a number, bool or list; a string key takes the text as is.
+// Setting data.dataset also resets the per-dataset defaults (mean, std, hflip)
+// that were not given explicitly.
 void apply_override(Config& c, const std::string& assignment);
 
 // File + overrides + validate(): what every command uses.
@@ -119,5 +138,8 @@ Config parse_config_string(const std::string& text, const std::string& source_na
 // Per-dataset normalisation defaults: (mean, std).
 std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
     const std::string& dataset);
+// Per-dataset default of data.augment.hflip: off for digits, which a mirror
+// turns into other shapes; on for everything else.
+bool dataset_hflip_default(const std::string& dataset);
 
 }  // namespace vit

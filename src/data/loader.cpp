@@ -20,9 +20,11 @@ std::vector<double> per_channel(const std::vector<double>& values, int64_t chann
                                 const char* name) {
   if (static_cast<int64_t>(values.size()) == channels) return values;
   if (values.size() == 1) return std::vector<double>(channels, values.front());
+  // One value serves every channel, so gray images take 1 and RGB 1 or 3.
+  const std::string expected =
+      channels == 1 ? "1 value" : "1 or " + std::to_string(channels) + " values";
   throw Error(std::string("data.") + name + ": " + std::to_string(values.size()) + " values for " +
-              std::to_string(channels) + "-channel images (give 1 or " + std::to_string(channels) +
-              ")");
+              std::to_string(channels) + "-channel images, expected " + expected);
 }
 
 }  // namespace

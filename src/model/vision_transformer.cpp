@@ -10,12 +10,15 @@
 namespace vit {
 namespace {
 
-// Truncated normal on [-2 std, 2 std] by inverting the normal CDF, as timm's
-// trunc_normal_ does; LibTorch's C++ API has no trunc_normal_.
-void trunc_normal_(torch::Tensor& t, double std) {
+// timm's trunc_normal_(t, std=std) keeps its default bounds a=-2, b=2, which
+// are absolute values, not multiples of std: for std 0.02 they lie 100 std
+// out, so the result is N(0, std) and the clamp never bites. timm samples by
+// inverting the CDF, where uniform_(-1, 1) can draw exactly -1 and give -inf
+// (clamped to -2); sampling the normal directly avoids that corner.
+// LibTorch's C++ API has no trunc_normal_.
+void trunc_normal_(torch::Tensor& t, double std, double low = -2.0, double high = 2.0) {
   torch::NoGradGuard no_grad;
-  const double bound = std::erf(2.0 / std::sqrt(2.0));  // 2*Phi(2) - 1
-  t.uniform_(-bound, bound).erfinv_().mul_(std * std::sqrt(2.0)).clamp_(-2.0 * std, 2.0 * std);
+  t.normal_(/*mean=*/0.0, std).clamp_(low, high);
 }
 
 torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {

@@ -41,6 +41,7 @@ TEST(Cli, BadFlagsFail) {
       {"info", "--config", "/does/not/exist.json"},  // must exist
       {"info", "--config", kConfig, "--threads", "-1"},
       {"info", "--config", kConfig, "--threads", "many"},
+      {"info", "--config", kConfig, "--threads", "1025"},
       {"info", "--config", kConfig, "--seed", "-3"},
       {"info", "--config", kConfig, "--quiet", "--verbose"},
       {},  // a subcommand is required
@@ -49,6 +50,22 @@ TEST(Cli, BadFlagsFail) {
   for (const auto& args : bad) {
     Cli cli;
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << ::testing::PrintToString(args);
+  }
+}
+
+// --threads shares the config's bound, kMaxThreads.
+TEST(Cli, ThreadsHaveAnUpperBound) {
+  Cli cli(/*register_all=*/false);
+  auto info = register_info(cli);
+  cli.parse({"info", "--config", kConfig, "--threads", "1024"});
+  EXPECT_EQ(info->common.threads, 1024);
+  Cli too_many(/*register_all=*/false);
+  register_info(too_many);
+  try {
+    too_many.parse({"info", "--config", kConfig, "--threads", "5000"});
+    FAIL() << "no error";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_STREQ(e.what(), "--threads: Value 5000 not in range 0 to 1024");
   }
 }
 

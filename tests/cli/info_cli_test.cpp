@@ -58,6 +58,23 @@ TEST(Info, TheImageNetPresetMatchesTimmVitBasePatch16) {
   EXPECT_EQ(c.data.std, (std::vector<double>{0.5, 0.5, 0.5}));
 }
 
+// The two counts issue 2 asks `vit info` to print exactly.
+TEST(Info, PrintsTheExactCountsOfTheTwoPresets) {
+  const std::string configs = std::string(VIT_SOURCE_DIR) + "/configs/";
+  const auto tiny = info_json({"--config", configs + "vit-tiny.json"});  // the second seed's
+  EXPECT_EQ(tiny["parameters"], 8'470'026);
+  EXPECT_EQ(tiny["dim"], 512);
+  EXPECT_EQ(tiny["depth"], 4);
+  EXPECT_EQ(tiny["heads"], 8);
+  EXPECT_EQ(tiny["mlp_dim"], 1024);
+  EXPECT_EQ(tiny["tokens"], 65);
+  EXPECT_EQ(tiny["qkv_bias"], false);
+  const auto base = info_json(
+      {"--config", configs + "vit-base-patch16-224.json", "--set", "model.qkv_bias=false"});
+  EXPECT_EQ(base["parameters"], 86'540'008);
+  EXPECT_EQ(base["qkv_bias"], false);
+}
+
 class InfoCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {

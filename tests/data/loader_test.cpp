@@ -83,7 +83,21 @@ TEST(BatchLoader, RejectsMeanOfTheWrongLength) {
     vit::data::BatchLoader loader(tiny_dataset(), o);
     FAIL() << "no error";
   } catch (const vit::Error& e) {
-    EXPECT_STREQ(e.what(), "data.mean: 2 values for 1-channel images (give 1 or 1)");
+    EXPECT_STREQ(e.what(), "data.mean: 2 values for 1-channel images, expected 1 value");
+  }
+}
+
+TEST(BatchLoader, RejectsStdOfTheWrongLengthForRgb) {
+  auto data = tiny_dataset();
+  data.images = data.images.expand({10, 3, 4, 4}).contiguous();
+  auto o = options(false);
+  o.mean = {0.5, 0.5, 0.5};
+  o.std = {0.2, 0.3};
+  try {
+    vit::data::BatchLoader loader(data, o);
+    FAIL() << "no error";
+  } catch (const vit::Error& e) {
+    EXPECT_STREQ(e.what(), "data.std: 2 values for 3-channel images, expected 1 or 3 values");
   }
 }
 

@@ -1,5 +1,6 @@
 #include "vit/model/vision_transformer.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -113,6 +114,28 @@ TEST(VisionTransformer, FlopsOfViTBase) {
   EXPECT_EQ(forward_flops(base), 17563828224);
 }
 
+// validate()'s upper bounds keep the int64 counts of `vit info` from
+// overflowing: at the bounds they match the same sums in long double.
+TEST(VisionTransformer, CountsAtTheConfigBoundsDoNotOverflow) {
+  ModelConfig m;
+  m.image_size = kMaxImageSize;
+  m.patch_size = kMaxImageSize / 256;  // the most patches: 256 x 256
+  m.num_classes = kMaxClasses;
+  m.dim = kMaxWidth;
+  m.depth = kMaxDepth;
+  m.heads = 1;
+  m.mlp_dim = kMaxWidth;
+  const long double D = m.dim, I = m.inner_dim(), M = m.mlp_dim, K = m.num_classes;
+  const long double L = m.depth, P = m.num_patches(), N = P + 1,
+                    pp = 3.0L * m.patch_size * m.patch_size;
+  const long double params = pp * D + D + D + N * D + 2 * D + K * D + K +
+                             L * (4 * D + 3 * D * I + 3 * I + I * D + D + 2 * D * M + M + D);
+  const long double flops =
+      P * pp * D + L * (3 * N * D * I + 2 * N * N * I + N * I * D + 2 * N * D * M) + D * K;
+  EXPECT_NEAR(static_cast<long double>(count_parameters(m)) / params, 1.0L, 1e-12L);
+  EXPECT_NEAR(static_cast<long double>(forward_flops(m)) / flops, 1.0L, 1e-12L);
+}
+
 TEST(VisionTransformer, EveryParameterGetsAGradient) {
   torch::manual_seed(0);
   for (const std::string pool : {"cls", "mean"}) {
@@ -152,6 +175,48 @@ TEST(VisionTransformer, FusedAndExplicitAttentionAgree) {
   EXPECT_LT((fast - explicit_path).abs().max().item<double>(), 1e-5);
 }
 
+// On LibTorch < 2.0 forward() calls forward_with_attention(), so the test above
+// compares a path with itself. This one checks both against attention written
+// out by hand, one head at a time, from the qkv and proj weights.
+TEST(VisionTransformer, AttentionMatchesAHandComputation) {
+  torch::manual_seed(6);
+  auto cfg = small_config();
+  cfg.dim_head = 12;  // I = 48 differs from D = 32, so a mix-up of the two widths shows
+  const int64_t B = 2, N = 17, D = cfg.dim, H = cfg.heads, Dh = cfg.dim_head, I = H * Dh;
+  Attention attn(cfg);
+  attn->eval();
+  torch::NoGradGuard no_grad;
+  attn->qkv->bias.normal_();  // O(1) biases, so one added in the wrong place shows
+  attn->proj->bias.normal_();
+  const auto x = torch::randn({B, N, D});
+
+  const auto qkv = torch::matmul(x, attn->qkv->weight.t()) + attn->qkv->bias;  // (B, N, 3I)
+  std::vector<torch::Tensor> outs, probs;
+  for (int64_t h = 0; h < H; ++h) {
+    // timm's layout: the 3I outputs are [q | k | v], each split into H heads of Dh.
+    const auto q = qkv.slice(/*dim=*/2, h * Dh, (h + 1) * Dh);                  // (B, N, Dh)
+    const auto k = qkv.slice(/*dim=*/2, I + h * Dh, I + (h + 1) * Dh);          // (B, N, Dh)
+    const auto v = qkv.slice(/*dim=*/2, 2 * I + h * Dh, 2 * I + (h + 1) * Dh);  // (B, N, Dh)
+    // Scores (B, N, N), then the softmax over the keys, written out.
+    const auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(Dh));
+    const auto e = (scores - std::get<0>(scores.max(/*dim=*/2, /*keepdim=*/true))).exp();
+    const auto p = e / e.sum(/*dim=*/2, /*keepdim=*/true);
+    probs.push_back(p);
+    outs.push_back(torch::matmul(p, v));  // (B, N, Dh)
+  }
+  const auto merged = torch::cat(outs, /*dim=*/2);  // (B, N, I), heads side by side
+  const auto expected = torch::matmul(merged, attn->proj->weight.t()) + attn->proj->bias;
+  const auto expected_probs = torch::stack(probs, /*dim=*/1);  // (B, H, N, N)
+
+  const auto fast = attn->forward(x);
+  const auto [out, attention] = attn->forward_with_attention(x);
+  ASSERT_EQ(fast.sizes(), (std::vector<int64_t>{B, N, D}));
+  ASSERT_EQ(attention.sizes(), (std::vector<int64_t>{B, H, N, N}));
+  EXPECT_LT((fast - expected).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((out - expected).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((attention - expected_probs).abs().max().item<double>(), 1e-5);
+}
+
 TEST(VisionTransformer, EvalOutputsSurviveSaveAndLoad) {
   auto cfg = small_config();
   cfg.dropout = 0.3;
@@ -179,12 +244,22 @@ TEST(VisionTransformer, InitialisationFollowsTimm) {
   cfg.dim = 256;
   cfg.mlp_dim = 512;
   VisionTransformer model(cfg);
-  const auto w = model->blocks[0]->as<Block>()->mlp->fc1->weight;
-  EXPECT_NEAR(w.std().item<double>(), 0.02 * 0.8796, 0.0005);  // std of N(0, 1) truncated at +-2
-  EXPECT_LE(w.abs().max().item<double>(), 0.04 + 1e-7);
+  // timm truncates at +-2 absolute, 100 std out, so the weights are N(0, 0.02):
+  // not the 0.0176 of a normal truncated at +-2 std. The std of n normal draws
+  // has a standard error of std / sqrt(2n); allow 5 of them.
+  const auto w = model->blocks[0]->as<Block>()->mlp->fc1->weight;  // (512, 256)
+  const double n = static_cast<double>(w.numel());
+  EXPECT_NEAR(w.std().item<double>(), 0.02, 5 * 0.02 / std::sqrt(2 * n));
+  // 4.55% of a normal lies beyond 2 std (none of one truncated there); the
+  // fraction's standard error is sqrt(p (1 - p) / n).
+  const double p = 0.0455;
+  EXPECT_NEAR((w.abs() > 0.04).to(torch::kDouble).mean().item<double>(), p,
+              5 * std::sqrt(p * (1 - p) / n));
+  EXPECT_LE(w.abs().max().item<double>(), 2.0);
   EXPECT_EQ(model->blocks[0]->as<Block>()->mlp->fc1->bias.abs().sum().item<double>(), 0.0);
   EXPECT_TRUE(torch::equal(model->norm->weight, torch::ones({256})));
-  EXPECT_LE(model->pos_embed.abs().max().item<double>(), 0.04 + 1e-7);
+  const double n_pos = static_cast<double>(model->pos_embed.numel());  // 17 * 256
+  EXPECT_NEAR(model->pos_embed.std().item<double>(), 0.02, 5 * 0.02 / std::sqrt(2 * n_pos));
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+#include "vit/device.hpp"
+
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "vit/error.hpp"
+
+namespace vit {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Device, CpuAndAutoResolve) {
+  EXPECT_EQ(resolve_device("cpu"), c10::Device(c10::kCPU));
+  EXPECT_EQ(resolve_device("auto"),
+            torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
+}
+
+TEST(Device, MalformedNamesAreRejected) {
+  EXPECT_EQ(error_of([] { resolve_device("gpu"); }),
+            "--device 'gpu': expected auto | cpu | cuda | cuda:N");
+  EXPECT_EQ(error_of([] { resolve_device("cuda:x"); }),
+            "--device 'cuda:x': expected auto | cpu | cuda | cuda:N");
+  EXPECT_EQ(error_of([] { resolve_device("cuda:"); }),
+            "--device 'cuda:': expected auto | cpu | cuda | cuda:N");
+  EXPECT_EQ(error_of([] { resolve_device(""); }),
+            "--device '': expected auto | cpu | cuda | cuda:N");
+}
+
+// Asking for CUDA where there is none is one line that says what to do, not a
+// crash inside LibTorch.
+TEST(Device, CudaWithoutAGpuIsOneLine) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "CUDA is available here";
+  for (const std::string spec : {"cuda", "cuda:1"}) {
+    const std::string error = error_of([&] { resolve_device(spec); });
+    EXPECT_EQ(error, "--device " + spec +
+                         ": CUDA is not available (this LibTorch build or machine has no GPU); "
+                         "use --device cpu");
+    EXPECT_EQ(error.find('\n'), std::string::npos);
+  }
+}
+
+TEST(Device, AMissingCudaIndexIsNamed) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs CUDA";
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  EXPECT_EQ(resolve_device("cuda:0"), c10::Device(c10::kCUDA, 0));
+  EXPECT_EQ(error_of([&] { resolve_device("cuda:" + std::to_string(count)); }),
+            "--device cuda:" + std::to_string(count) + ": there is no CUDA device " +
+                std::to_string(count) + " (found " + std::to_string(count) + ")");
+}
+
+}  // namespace
+}  // namespace vit
