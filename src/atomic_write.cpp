@@ -1,15 +1,62 @@
 #include "vit/atomic_write.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include "vit/error.hpp"
 
 namespace vit {
 namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// Forces a written file's data to the disk, so that the rename that follows
+// can never expose an empty or partial file after a power loss.
+void sync_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot reopen " + path + " (" + errno_text() + ")");
+  const int rc = ::fsync(fd);
+  const std::string error = rc != 0 ? errno_text() : "";
+  ::close(fd);
+  if (rc != 0) throw Error("cannot flush " + path + " to disk (" + error + ")");
+}
+
+// Best effort: makes the rename itself durable.
+void sync_folder(const fs::path& folder) {
+  const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+void write_bytes(const std::string& path, const void* data, size_t size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot open " + path + " for writing (" + errno_text() + ")");
+  const auto* bytes = static_cast<const char*>(data);
+  size_t written = 0;
+  while (written < size) {
+    const ssize_t n = ::write(fd, bytes + written, size - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string error = n < 0 ? errno_text() : "no progress";
+      ::close(fd);
+      throw Error("cannot write " + path + " (" + error + ")");
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw Error("cannot write " + path + " (" + errno_text() + ")");
+}
 
 void write_atomically(const std::string& path,
                       const std::function<void(const std::string&)>& write) {
@@ -28,6 +75,7 @@ void write_atomically(const std::string& path,
   };
   try {
     write(temp);
+    sync_file(temp);
   } catch (const std::exception& e) {
     discard();
     const std::string what = e.what();
@@ -39,16 +87,12 @@ void write_atomically(const std::string& path,
     discard();
     throw Error(path + ": cannot replace file (" + ec.message() + ")");
   }
+  sync_folder(target.parent_path());
 }
 
 void write_text_atomically(const std::string& path, const std::string& text) {
-  write_atomically(path, [&](const std::string& temp) {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot open " + temp + " for writing");
-    out << text;
-    out.flush();
-    if (!out) throw Error("cannot write " + temp + " (disk full?)");
-  });
+  write_atomically(path,
+                   [&](const std::string& temp) { write_bytes(temp, text.data(), text.size()); });
 }
 
 }  // namespace vit

@@ -79,10 +79,12 @@ int run_eval(const EvalOptions& o) {
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
   if (split.size() == 0)
     throw Error("the " + o.split + " split of " + loaded.config.data.dataset + " is empty");
-  const auto& t = loaded.config.train;
   const data::BatchLoader loader(split,
                                  data::loader_options(loaded.config, device, /*train=*/false));
-  const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, t.precision);
+  // fp32 whatever the training precision, as in `vit predict` and the
+  // trainer's final test, so the three agree on every image.
+  const EvalResult r =
+      evaluate(loaded.model, loader, loaded.config.model.num_classes, /*precision=*/"fp32");
 
   const std::string out =
       !o.out.empty() ? o.out : (fs::path(loaded.path).parent_path() / ("eval-" + o.split)).string();

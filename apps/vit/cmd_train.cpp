@@ -26,14 +26,40 @@ namespace fs = std::filesystem;
 
 // The config of the run: the file (+ --set), or, when resuming without
 // --config, the checkpoint's own config (+ --set).
+// --seed replaces the config's seed, so config.json records the seed used.
 Config resolve_config(const TrainOptions& o) {
-  if (o.config) return load_config(*o.config, o.overrides);
-  if (!o.resume) throw Error("vit train needs --config FILE (or --resume CKPT)");
-  Config c = read_checkpoint_meta(*o.resume).config;
-  for (const auto& assignment : o.overrides)
-    apply_override(c, assignment);
-  c.validate();
+  Config c;
+  if (o.config) {
+    c = load_config(*o.config, o.overrides);
+  } else {
+    if (!o.resume) throw Error("vit train needs --config FILE (or --resume CKPT)");
+    c = read_checkpoint_meta(*o.resume).config;
+    for (const auto& assignment : o.overrides)
+      apply_override(c, assignment);
+    c.validate();
+  }
+  if (o.common.seed) c.seed = *o.common.seed;
   return c;
+}
+
+// --out, or the folder of the checkpoint being resumed (through links such as
+// runs/latest, so that the link is not pointed at itself), or a new folder.
+std::string choose_run_dir(const TrainOptions& o, const Config& config) {
+  if (!o.out.empty()) return o.out;
+  if (o.resume) return fs::canonical(*o.resume).parent_path().string();
+  return new_run_dir(config.name, "");
+}
+
+// runs/latest follows finished and interrupted runs alike (both leave a
+// last.pt to resume from). A run given its own --out still tries, but a
+// read-only working folder must not turn a finished run into an error.
+void point_latest_at_run(const TrainOptions& o, const std::string& run_dir) {
+  try {
+    point_latest_at(run_dir);
+  } catch (const Error& e) {
+    if (o.out.empty()) throw;
+    spdlog::warn("{}", e.what());
+  }
 }
 
 // Everything logged from here on also goes to DIR/train.log.
@@ -48,6 +74,7 @@ void draw_curves(const std::string& run_dir) {
   for (const auto& r : MetricsLog::read(run_dir + "/metrics.jsonl")) {
     curves.train_step.push_back(double(r.step));
     curves.train_loss.push_back(r.train_loss);
+    curves.train_acc.push_back(r.train_acc);
     curves.val_step.push_back(double(r.step));
     curves.val_loss.push_back(r.val_loss);
     curves.val_acc.push_back(r.val_acc);
@@ -75,14 +102,10 @@ int run_train(const TrainOptions& o) {
   const Config config = resolve_config(o);
   apply_common_options(o.common, &config);
   const c10::Device device = chosen_device(o.common, &config);
-  const std::string run_dir =
-      !o.out.empty()
-          ? o.out
-          : (o.resume ? fs::path(*o.resume).parent_path().string() : new_run_dir(config.name, ""));
+  const std::string run_dir = choose_run_dir(o, config);
   fs::create_directories(run_dir);
   log_to_file(run_dir + "/train.log");
   write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
-  point_latest_at(run_dir);
   spdlog::info("run {} on {} ({} threads), precision {}", run_dir, device.str(),
                at::get_num_threads(), config.train.precision);
 
@@ -90,6 +113,7 @@ int run_train(const TrainOptions& o) {
   install_stop_signal_handlers();
   Trainer trainer(config, splits, device, run_dir, o.resume);
   const TrainSummary summary = trainer.fit();
+  point_latest_at_run(o, run_dir);
   draw_curves(run_dir);
   log_summary(summary, run_dir);
   return summary.stop_reason == "interrupted" ? 130 : 0;

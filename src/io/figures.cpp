@@ -17,9 +17,12 @@ at::Tensor plot_training_curves(const TrainingCurves& curves, const std::string&
       {"validation", curves.val_step, curves.val_loss, SeriesStyle::kLineAndMarkers, 1});
 
   Panel accuracy;
-  accuracy.title = "Validation accuracy";
+  accuracy.title = "Accuracy";
   accuracy.x_label = "step";
   accuracy.y_label = "accuracy";
+  if (!curves.train_acc.empty())
+    accuracy.series.push_back(
+        {"train", curves.train_step, curves.train_acc, SeriesStyle::kLine, 0});
   accuracy.series.push_back(
       {"validation", curves.val_step, curves.val_acc, SeriesStyle::kLineAndMarkers, 1});
 

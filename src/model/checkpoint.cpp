@@ -133,7 +133,14 @@ std::string meta_to_json(const CheckpointMeta& meta) {
               {"best_step", meta.best_step},
               {"validations_since_best", meta.validations_since_best},
               {"finished", meta.finished},
-              {"stop_reason", meta.stop_reason}}
+              {"stop_reason", meta.stop_reason},
+              {"since_validation",
+               {{"loss_sum", meta.since_validation.loss_sum},
+                {"correct", meta.since_validation.correct},
+                {"seen", meta.since_validation.seen},
+                {"steps", meta.since_validation.steps},
+                {"train_seconds", meta.since_validation.train_seconds}}},
+              {"elapsed_s", meta.elapsed_s}}
       .dump();
 }
 
@@ -155,6 +162,13 @@ CheckpointMeta meta_from_json(const std::string& text, const std::string& source
     meta.validations_since_best = j.at("validations_since_best").get<int64_t>();
     meta.finished = j.at("finished").get<bool>();
     meta.stop_reason = j.at("stop_reason").get<std::string>();
+    if (j.contains("since_validation")) {
+      const json& t = j.at("since_validation");
+      meta.since_validation = {t.at("loss_sum").get<double>(), t.at("correct").get<int64_t>(),
+                               t.at("seen").get<int64_t>(), t.at("steps").get<int64_t>(),
+                               t.at("train_seconds").get<double>()};
+    }
+    meta.elapsed_s = j.value("elapsed_s", 0.0);
   } catch (const json::exception& e) {
     throw Error(source + ": damaged checkpoint metadata (" + std::string(e.what()) + ")");
   } catch (const Error& e) {

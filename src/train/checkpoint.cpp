@@ -1,5 +1,7 @@
 #include "vit/train/checkpoint.hpp"
 
+#include <sstream>
+
 #include <torch/torch.h>
 
 #include "vit/atomic_write.hpp"
@@ -38,7 +40,10 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& archive, const std::str
 void save_training_checkpoint(const std::string& path, VisionTransformer& model,
                               const torch::optim::Optimizer& optimizer,
                               const CheckpointMeta& meta) {
-  write_atomically(path, [&](const std::string& temp) {
+  // The archive is serialised in memory first: LibTorch's own file writer
+  // does not report every failed write (a full disk could go unnoticed).
+  std::ostringstream bytes;
+  {
     torch::serialize::OutputArchive archive;
     archive.write(kMetaKey, c10::IValue(meta_to_json(meta)));
     torch::serialize::OutputArchive model_archive, optimizer_archive;
@@ -47,8 +52,11 @@ void save_training_checkpoint(const std::string& path, VisionTransformer& model,
     optimizer.save(optimizer_archive);
     archive.write(kOptimizerKey, optimizer_archive);
     archive.write(kCpuRngKey, at::detail::getDefaultCPUGenerator().get_state());
-    archive.save_to(temp);
-  });
+    archive.save_to(bytes);
+  }
+  const std::string data = bytes.str();
+  write_atomically(path,
+                   [&](const std::string& temp) { write_bytes(temp, data.data(), data.size()); });
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {

@@ -1,6 +1,9 @@
 #include "vit/train/evaluate.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
+
+#include "vit/error.hpp"
 
 #include "vit/train/precision.hpp"
 
@@ -32,6 +35,10 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, i
   r.predictions = predictions.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(predictions);
   r.labels = labels.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(labels);
   r.count = r.labels.size(0);
+  if (r.count > 0 && r.labels.max().item<int64_t>() >= num_classes)
+    throw Error(
+        fmt::format("the data has labels up to {} but the model has {} classes (model.num_classes)",
+                    r.labels.max().item<int64_t>(), num_classes));
   r.confusion = torch::bincount(r.labels * num_classes + r.predictions, /*weights=*/{},
                                 /*minlength=*/num_classes * num_classes)
                     .reshape({num_classes, num_classes});  // (K, K)

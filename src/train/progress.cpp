@@ -50,6 +50,7 @@ std::string Progress::line(int64_t step_in_epoch, double loss, double images_per
 
 void Progress::update(int64_t step_in_epoch, double loss, double images_per_sec, double lr) {
   const auto now = std::chrono::steady_clock::now();
+  if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;  // --quiet
   if (interactive_) {
     // Redrawing every step would cost more than a small model's step.
     if (step_in_epoch != steps_ && now - last_print_ < std::chrono::milliseconds(200)) return;

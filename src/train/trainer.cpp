@@ -37,14 +37,10 @@ torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor&
   return -(smoothed * torch::log_softmax(logits, /*dim=*/1)).sum(/*dim=*/1).mean();
 }
 
-// Elapsed seconds recorded by the run so far (for resumed runs).
-double previous_elapsed(const std::string& run_dir, int64_t up_to_step) {
-  const auto path = run_dir + "/metrics.jsonl";
-  if (!fs::exists(path)) return 0.0;
-  double elapsed = 0.0;
-  for (const auto& r : MetricsLog::read(path))
-    if (r.step <= up_to_step) elapsed = r.elapsed_s;
-  return elapsed;
+// "nan", "inf" or "-inf", the same on every platform (printf may say "-nan").
+std::string non_finite_text(double value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
 }
 
 }  // namespace
@@ -105,24 +101,30 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch) {
                 logits, batch.labels,
                 torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
   const double loss_value = loss.item<double>();
-  if (!std::isfinite(loss_value)) {
-    const auto last = fs::path(run_dir_) / "last.pt";
-    throw Error(fmt::format("training loss is {} at step {} (epoch {}); stopping. {}", loss_value,
-                            step_ + 1, step_ / steps_per_epoch_ + 1,
-                            fs::exists(last) ? "The last good checkpoint is " + last.string()
-                                             : std::string("No checkpoint was written before it")));
-  }
+  if (!std::isfinite(loss_value)) stop_on_non_finite("training loss", loss_value, step_ + 1);
   scaler_.scale(loss).backward();
   const auto parameters = model_->parameters();
   const bool finite = scaler_.unscale(parameters);
   if (finite) {
-    if (config_.train.grad_clip > 0)
-      torch::nn::utils::clip_grad_norm_(parameters, config_.train.grad_clip);
+    if (config_.train.grad_clip > 0) {
+      // Without fp16's loss scaler, an infinite gradient behind a finite loss
+      // would turn every weight into NaN in the optimizer step.
+      const double norm = torch::nn::utils::clip_grad_norm_(parameters, config_.train.grad_clip);
+      if (!std::isfinite(norm)) stop_on_non_finite("gradient norm", norm, step_ + 1);
+    }
     optimizer_->step();
   }
   scaler_.update(finite);
   const int64_t correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum().item<int64_t>();
   return {loss_value, correct, batch.labels.size(0)};
+}
+
+void Trainer::stop_on_non_finite(const std::string& what, double value, int64_t step) const {
+  const auto last = fs::path(run_dir_) / "last.pt";
+  throw Error(fmt::format("{} is {} at step {} (epoch {}); stopping. {}", what,
+                          non_finite_text(value), step, (step - 1) / steps_per_epoch_ + 1,
+                          fs::exists(last) ? "The last good checkpoint is " + last.string()
+                                           : std::string("No checkpoint was written before it")));
 }
 
 CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) const {
@@ -136,6 +138,8 @@ CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) cons
   m.validations_since_best = early_stopping_.since_best();
   m.finished = finished;
   m.stop_reason = stop_reason;
+  m.since_validation = totals_;
+  m.elapsed_s = elapsed_before_ + seconds_since(session_start_);
   return m;
 }
 
@@ -155,14 +159,13 @@ TrainSummary Trainer::fit() {
     spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", *resume_, step_,
                  step_ / steps_per_epoch_ + 1, m.best_metric);
     if (m.finished) summary.stop_reason = "already finished (" + m.stop_reason + ")";
+    totals_ = m.since_validation;
+    elapsed_before_ = m.elapsed_s;
   }
   MetricsLog metrics(run_dir_, resume_ ? step_ : -1);
-  const double elapsed_before = resume_ ? previous_elapsed(run_dir_, step_) : 0.0;
-  const auto start = Clock::now();
+  session_start_ = Clock::now();
   Progress progress(Progress::stderr_is_terminal(), config_.train.log_every_s);
 
-  double loss_sum = 0, train_seconds = 0;
-  int64_t correct = 0, seen = 0, steps_since_record = 0;
   const int64_t first_step = step_;
   while (summary.stop_reason.empty() && step_ < total_steps) {
     const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
@@ -173,47 +176,48 @@ TrainSummary Trainer::fit() {
     set_learning_rate(*optimizer_, lr);
     const auto result = train_step(train_loader_->batch(epoch, in_epoch));
     ++step_;
-    train_seconds += seconds_since(step_start);
-    loss_sum += result.loss;
-    correct += result.correct;
-    seen += result.count;
-    ++steps_since_record;
-    progress.update(in_epoch + 1, loss_sum / steps_since_record,
-                    seen / std::max(train_seconds, 1e-9), lr);
+    totals_.train_seconds += seconds_since(step_start);
+    totals_.loss_sum += result.loss;
+    totals_.correct += result.correct;
+    totals_.seen += result.count;
+    ++totals_.steps;
+    const double images_per_sec = totals_.seen / std::max(totals_.train_seconds, 1e-9);
+    progress.update(in_epoch + 1, totals_.loss_sum / totals_.steps, images_per_sec, lr);
 
     if (validation_due(step_)) {
       progress.clear();
       const EvalResult val =
           evaluate(model_, *val_loader_, config_.model.num_classes, config_.train.precision);
+      // Weights that went bad without a non-finite training loss (for
+      // example, a gradient clipping turned off) must not reach a checkpoint.
+      if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
       const bool improved = early_stopping_.update(val.accuracy, step_);
       ValidationRecord r;
       r.step = step_;
       r.epoch = double(step_) / double(steps_per_epoch_);
-      r.train_loss = loss_sum / steps_since_record;
-      r.train_acc = double(correct) / double(seen);
+      r.train_loss = totals_.loss_sum / totals_.steps;
+      r.train_acc = double(totals_.correct) / double(totals_.seen);
       r.val_loss = val.loss;
       r.val_acc = val.accuracy;
       r.best_val_acc = early_stopping_.best();
       r.lr = lr;
-      r.images_per_sec = seen / std::max(train_seconds, 1e-9);
-      r.elapsed_s = elapsed_before + seconds_since(start);
+      r.images_per_sec = images_per_sec;
+      r.elapsed_s = elapsed_before_ + seconds_since(session_start_);
       metrics.append(r);
+      totals_ = {};  // the checkpoints below start a new interval
       spdlog::info(
           "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "
-          "{:.0f} img/s",
+          "lr {:.2e} | {:.0f} img/s | {:.0f} s",
           r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
           improved ? " (best)"
                    : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
                                  early_stopping_.best_step()),
-          r.images_per_sec);
+          r.lr, r.images_per_sec, r.elapsed_s);
       if (early_stopping_.should_stop()) summary.stop_reason = "patience exhausted";
       const bool finished = !summary.stop_reason.empty() || step_ == total_steps;
       if (improved) save("best.pt", finished, summary.stop_reason);
       save("last.pt", finished,
            finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
-      loss_sum = 0;
-      correct = seen = steps_since_record = 0;
-      train_seconds = 0;
     }
     if (summary.stop_reason.empty() && stop_requested()) {
       progress.clear();
@@ -227,7 +231,7 @@ TrainSummary Trainer::fit() {
   summary.epochs = double(step_) / double(steps_per_epoch_);
   summary.best_val_acc = early_stopping_.best();
   summary.best_step = early_stopping_.best_step();
-  summary.train_seconds = seconds_since(start);
+  summary.train_seconds = seconds_since(session_start_);
   if (summary.stop_reason != "interrupted") summary.test = test_best();
   write_summary(summary);
   return summary;
@@ -243,7 +247,9 @@ std::optional<EvalResult> Trainer::test_best() {
   auto model = loaded.model;
   model->to(device_);
   const data::BatchLoader test_loader(splits_.test, data::loader_options(config_, device_, false));
-  return evaluate(model, test_loader, config_.model.num_classes, config_.train.precision);
+  // fp32, like `vit eval` and `vit predict`, so the summary's test accuracy is
+  // the one those commands report for best.pt.
+  return evaluate(model, test_loader, config_.model.num_classes, "fp32");
 }
 
 void Trainer::write_summary(const TrainSummary& s) const {

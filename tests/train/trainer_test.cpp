@@ -99,6 +99,9 @@ TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].step, b[i].step);
     EXPECT_NEAR(a[i].val_loss, b[i].val_loss, 1e-6) << "validation " << i;
+    // The steps before the interrupt count in the first record after it.
+    EXPECT_NEAR(a[i].train_loss, b[i].train_loss, 1e-6) << "validation " << i;
+    EXPECT_DOUBLE_EQ(a[i].train_acc, b[i].train_acc) << "validation " << i;
   }
 }
 
@@ -144,7 +147,7 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithTheStep) {
   } catch (const Error& e) {
     EXPECT_STREQ(
         e.what(),
-        "training loss is -nan at step 1 (epoch 1); stopping. No checkpoint was written before it");
+        "training loss is nan at step 1 (epoch 1); stopping. No checkpoint was written before it");
   }
 }
 

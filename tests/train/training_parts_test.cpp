@@ -100,6 +100,53 @@ TEST(AtomicWrite, AnUnwritableFolderIsAClearError) {
   EXPECT_THROW(write_text_atomically("/proc/vit-cannot-write-here/x.json", "{}"), Error);
 }
 
+TEST(AtomicWrite, AFullDiskIsAnErrorNamingTheFile) {
+  // /dev/full fails every write with ENOSPC, like a full disk.
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
+  const std::string bytes(1 << 20, 'x');
+  try {
+    write_bytes("/dev/full", bytes.data(), bytes.size());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "cannot write /dev/full (No space left on device)");
+  }
+}
+
+TEST(Optimizer, WeightDecayOnlyOnWeightMatrices) {
+  ModelConfig m;
+  m.image_size = 8;
+  m.patch_size = 4;
+  m.dim = 8;
+  m.depth = 2;
+  m.heads = 2;
+  m.mlp_dim = 16;
+  VisionTransformer model(m);
+  for (const std::string optimizer : {"adamw", "sgd"}) {
+    TrainConfig t;
+    t.optimizer = optimizer;
+    t.weight_decay = 0.07;
+    const auto opt = make_optimizer(model, t);
+    ASSERT_EQ(opt->param_groups().size(), 2u);
+    // The patch projection, per block qkv, proj, fc1 and fc2, and the head.
+    EXPECT_EQ(opt->param_groups()[0].params().size(), 1u + 2 * 4 + 1) << optimizer;
+    // Everything else: the conv bias, cls_token, pos_embed, per block 2 norms x 2,
+    // 4 biases, the final norm x 2 and the head bias.
+    EXPECT_EQ(opt->param_groups()[1].params().size(), 1u + 2 + 2 * 8 + 2 + 1) << optimizer;
+    const auto decay_of = [&](size_t group) {
+      const auto& options = opt->param_groups()[group].options();
+      return optimizer == "sgd"
+                 ? static_cast<const torch::optim::SGDOptions&>(options).weight_decay()
+                 : static_cast<const torch::optim::AdamWOptions&>(options).weight_decay();
+    };
+    EXPECT_DOUBLE_EQ(decay_of(0), 0.07) << optimizer;
+    EXPECT_DOUBLE_EQ(decay_of(1), 0.0) << optimizer;
+  }
+  EXPECT_TRUE(decays("blocks.0.attn.qkv.weight", model->blocks[0]->as<Block>()->attn->qkv->weight));
+  EXPECT_FALSE(decays("pos_embed", model->pos_embed));
+  EXPECT_FALSE(decays("cls_token", model->cls_token));
+  EXPECT_FALSE(decays("norm.weight", model->norm->weight));
+}
+
 TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   const auto dir = fresh_dir("ckpt");
   const Config c = testing::texture_config();

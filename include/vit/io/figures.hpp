@@ -9,12 +9,13 @@
 namespace vit::io {
 
 struct TrainingCurves {
-  std::vector<double> train_step, train_loss;       // one entry per logged step
-  std::vector<double> val_step, val_loss, val_acc;  // one per validation; accuracy in [0, 1]
+  std::vector<double> train_step, train_loss, train_acc;  // one entry per logged step
+  std::vector<double> val_step, val_loss, val_acc;        // one per validation; accuracy in [0, 1]
 };
 
 // Two panels, ~1000 x 500: loss against step (train as a line, validation as a
-// line with dots) and validation accuracy against step. Returns uint8 RGB (3, H, W).
+// line with dots) and accuracy against step (train and validation, the same
+// way; train_acc may be empty). Returns uint8 RGB (3, H, W).
 at::Tensor plot_training_curves(const TrainingCurves& curves, const std::string& title = "");
 
 // `distance` (L, H) in pixels -> one dot per head at each layer 1..L, heads

@@ -17,6 +17,16 @@ namespace vit {
 
 constexpr int64_t kCheckpointFormatVersion = 1;
 
+// The training statistics gathered since the last validation, so that a run
+// resumed between two validations writes the same next record.
+struct RunningTotals {
+  double loss_sum = 0;       // sum of per-step mean losses
+  int64_t correct = 0;       // training images classified right
+  int64_t seen = 0;          // training images
+  int64_t steps = 0;         // optimizer steps
+  double train_seconds = 0;  // time in training steps (for images/s)
+};
+
 struct CheckpointMeta {
   int64_t format_version = kCheckpointFormatVersion;
   Config config;                         // fully resolved, architecture included
@@ -28,6 +38,8 @@ struct CheckpointMeta {
   int64_t validations_since_best = 0;    // early-stopping counter
   bool finished = false;                 // the run ended (epochs done or patience exhausted)
   std::string stop_reason;               // why it ended, when finished
+  RunningTotals since_validation;        // statistics of the steps after the last validation
+  double elapsed_s = 0;                  // run time up to this checkpoint, over all sessions
 };
 
 std::string meta_to_json(const CheckpointMeta& meta);

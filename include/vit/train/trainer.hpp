@@ -3,6 +3,7 @@
 // clipping, mixed precision, validation every epoch or every N steps, early
 // stopping, best.pt/last.pt checkpoints, metrics.jsonl/csv, clean stops on
 // SIGINT/SIGTERM, exact resume, and a final test of best.pt.
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,8 @@ class Trainer {
   };
   StepResult train_step(const data::Batch& batch);
   bool validation_due(int64_t step) const;
+  // Throws vit::Error naming the value, the step and the last good checkpoint.
+  [[noreturn]] void stop_on_non_finite(const std::string& what, double value, int64_t step) const;
   CheckpointMeta meta(bool finished, const std::string& stop_reason) const;
   void save(const std::string& name, bool finished, const std::string& stop_reason);
   std::optional<EvalResult> test_best();
@@ -75,6 +78,9 @@ class Trainer {
   LossScaler scaler_;
   int64_t step_ = 0;
   int64_t steps_per_epoch_ = 0;
+  RunningTotals totals_;       // since the last validation; saved in checkpoints
+  double elapsed_before_ = 0;  // run time of earlier sessions (resume)
+  std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace vit

@@ -1,0 +1,140 @@
+// End to end: `vit train` as a process (run folder, runs/latest, resume
+// through runs/latest), then `vit eval` and `vit predict` on the same images,
+// which must agree image by image.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "trained_checkpoint.hpp"
+#include "vit/io/image_io.hpp"
+#include "vit_test_paths.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_json;
+using testing::run_vit;
+
+// The pixels write_block_cifar gives test record i (label i % 10), as (3, 32, 32).
+torch::Tensor block_cifar_image(int i) {
+  auto image = torch::empty({3, 32, 32}, torch::kUInt8);
+  auto a = image.accessor<uint8_t, 3>();
+  const int label = i % 10;
+  for (int channel = 0; channel < 3; ++channel)
+    for (int y = 0; y < 32; ++y)
+      for (int x = 0; x < 32; ++x) {
+        const bool block = y / 8 == label / 4 && x / 8 == label % 4;
+        a[channel][y][x] =
+            static_cast<uint8_t>(block ? 220 : 20 + 10 * channel + (i * 7 + x + y) % 30);
+      }
+  return image;
+}
+
+class TrainEvalPredict : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("vit_train_eval_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    testing::write_block_cifar(dir_ / "cifar");
+    // 32-pixel images, so eval reads the records and predict reads the PNGs
+    // without any resizing in between.
+    Config c = testing::block_config(dir_ / "cifar");
+    c.model.image_size = 32;
+    c.model.patch_size = 8;
+    c.train.precision = "bf16";  // eval and predict must still agree: both run in fp32
+    std::ofstream(dir_ / "blocks.json") << config_to_json_string(c);
+    const std::string command = "cd '" + dir_.string() + "' && '" + VIT_BINARY +
+                                "' train --config blocks.json --threads 1 -q 2> train.err";
+    train_status_ = std::system(command.c_str());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static inline fs::path dir_;
+  static inline int train_status_ = -1;
+};
+
+TEST_F(TrainEvalPredict, TrainWritesTheRunFolderAndPointsLatestAtIt) {
+  ASSERT_EQ(train_status_, 0) << "vit train failed; see " << (dir_ / "train.err");
+  const fs::path latest = dir_ / "runs" / "latest";
+  ASSERT_TRUE(fs::is_symlink(latest));
+  const fs::path run = fs::canonical(latest);
+  EXPECT_EQ(run.parent_path(), fs::canonical(dir_ / "runs"));
+  EXPECT_EQ(run.filename().string().rfind("blocks-", 0), 0u) << run;
+  for (const char* name : {"config.json", "metrics.jsonl", "metrics.csv", "best.pt", "last.pt",
+                           "train.log", "curves.png", "summary.json"})
+    EXPECT_TRUE(fs::is_regular_file(run / name)) << name;
+  const auto summary = read_json(run / "summary.json");
+  EXPECT_EQ(summary["stop_reason"], "epochs done");
+  EXPECT_EQ(summary["steps"], 2 * 5);  // 80 training images after the 20 held out, batch 16
+  EXPECT_EQ(summary["test_images"], 10);
+}
+
+TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
+  ASSERT_EQ(train_status_, 0);
+  const fs::path run = fs::canonical(dir_ / "runs" / "latest");
+  const std::string command = "cd '" + dir_.string() + "' && '" + VIT_BINARY +
+                              "' train --resume runs/latest/last.pt --threads 1 -q 2> resume.err";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "see " << (dir_ / "resume.err");
+  EXPECT_EQ(fs::canonical(dir_ / "runs" / "latest"), run);
+  EXPECT_EQ(read_json(run / "summary.json")["stop_reason"], "already finished (epochs done)");
+  EXPECT_EQ(testing::read_lines(run / "metrics.jsonl").size(), 2u);  // no records were added
+}
+
+TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
+  ASSERT_EQ(train_status_, 0);
+  const std::string best = (fs::canonical(dir_ / "runs" / "latest") / "best.pt").string();
+  const fs::path out = dir_ / "eval";
+  ASSERT_EQ(run_vit({"eval", "--checkpoint", best, "--split", "test", "--out", out.string(),
+                     "--threads", "1", "-q"}),
+            0);
+  const auto metrics = read_json(out / "metrics.json");
+  EXPECT_TRUE(fs::is_regular_file(out / "confusion.png"));
+  EXPECT_TRUE(fs::is_regular_file(out / "worst.png"));
+  ASSERT_EQ(metrics["images"], 10);
+  ASSERT_EQ(metrics["classes"].size(), 10u);
+  EXPECT_TRUE(metrics["per_class_accuracy"].is_object());
+
+  // The test split holds one image of each class, so row k of the confusion
+  // matrix names the class eval predicted for the image of class k.
+  std::vector<std::string> images;
+  for (int i = 0; i < 10; ++i) {
+    images.push_back((dir_ / ("test_" + std::to_string(i) + ".png")).string());
+    io::write_png(images.back(), block_cifar_image(i));
+  }
+  std::vector<std::string> args = {"predict", "--checkpoint", best, "--json", "--topk",
+                                   "1",       "--threads",    "1",  "-q",     "--images"};
+  args.insert(args.end(), images.begin(), images.end());
+  ::testing::internal::CaptureStdout();
+  const int status = run_vit(args);
+  const auto predictions = nlohmann::json::parse(::testing::internal::GetCapturedStdout());
+  ASSERT_EQ(status, 0);
+  ASSERT_EQ(predictions.size(), 10u);
+
+  double loss = 0;
+  int correct = 0;
+  for (int k = 0; k < 10; ++k) {
+    const auto& row = metrics["confusion"][k];
+    int eval_class = -1;
+    for (int j = 0; j < 10; ++j)
+      if (row[j] == 1) eval_class = j;
+    const auto& p = predictions[k];
+    EXPECT_EQ(p["image"], images[k]);
+    EXPECT_EQ(p["top"][0]["index"], eval_class) << "image of class " << k;
+    EXPECT_EQ(p["top"][0]["class"], metrics["classes"][eval_class]);
+    loss -= std::log(p["probs"][k].get<double>());
+    correct += eval_class == k;
+  }
+  EXPECT_NEAR(loss / 10, metrics["loss"].get<double>(), 1e-5);
+  EXPECT_DOUBLE_EQ(correct / 10.0, metrics["accuracy"].get<double>());
+}
+
+}  // namespace
+}  // namespace vit::cli
