@@ -80,6 +80,14 @@ TEST_F(PyCheck, WeightsFromPythonGiveTheSameLogits) {
   run_script("check_weights_from_python");
 }
 
+TEST_F(PyCheck, RolloutGivesTheSameMasksAsPython) {
+  run_script("check_rollout");
+}
+
+TEST_F(PyCheck, AttentionDistanceGivesTheSameDistancesAsPython) {
+  run_script("check_attn_distance");
+}
+
 TEST_F(PyCheck, TrainedAndExportedWeightsPredictTheSameInPython) {
   run_script("check_weights_into_python");
 }

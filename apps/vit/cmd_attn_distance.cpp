@@ -77,7 +77,7 @@ int run_attn_distance(const AttnDistanceOptions& o) {
   const AnalysisInputs inputs =
       choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.distance_samples),
                              o.common.seed.value_or(config.seed), config);
-  const bool renormalize = o.renormalize || config.analysis.renormalize;
+  const bool renormalize = o.renormalize.value_or(config.analysis.renormalize);
 
   AttentionDistanceAccumulator accumulator(config.model.patch_size, renormalize);
   for_each_attention_batch(
@@ -134,9 +134,21 @@ std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli) {
       "--out", options->out,
       "output folder for attn_distance.json, .csv (layer,head,distance_px rows) and .png "
       "(default: attn-distance next to the checkpoint)");
-  cmd->add_flag("--renormalize", options->renormalize,
-                "divide each attention row by its sum after dropping the class token (default "
-                "analysis.renormalize)");
+  // Two callback flags rather than add_flag("--renormalize,!--no-renormalize") into the
+  // optional: CLI11 2.1 takes a std::optional<bool> for a counter (it is constructible from
+  // an integer) and sets it to false at registration, so "not given" would be lost.
+  // disable_flag_override rejects "--renormalize=false" instead of silently ignoring it.
+  auto* renormalize =
+      cmd->add_flag_callback(
+             "--renormalize", [options] { options->renormalize = true; },
+             "divide each attention row by its sum after dropping the class token (default "
+             "analysis.renormalize)")
+          ->disable_flag_override();
+  cmd->add_flag_callback(
+         "--no-renormalize", [options] { options->renormalize = false; },
+         "use the raw attention rows even when analysis.renormalize is true")
+      ->disable_flag_override()
+      ->excludes(renormalize);
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_attn_distance(*options); }});
   return options;

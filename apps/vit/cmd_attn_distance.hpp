@@ -9,8 +9,9 @@ struct AttnDistanceOptions {
   std::optional<std::string> config;      // --config FILE (timm safetensors only)
   std::optional<int64_t> samples;         // --samples N (default analysis.distance_samples)
   std::vector<std::string> images;        // --images FILE... (instead of --samples)
-  std::string out;           // --out DIR (default: attn-distance next to the checkpoint)
-  bool renormalize = false;  // --renormalize (also on when analysis.renormalize is)
+  std::string out;  // --out DIR (default: attn-distance next to the checkpoint)
+  std::optional<bool>
+      renormalize;  // --renormalize | --no-renormalize (default analysis.renormalize)
 };
 
 std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli);

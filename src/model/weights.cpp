@@ -87,12 +87,21 @@ std::string dtype_label(at::ScalarType dtype) {
   }
 }
 
+bool is_layer_scale_gamma(const std::string& key) {
+  const std::string pattern = with_block_wildcard(key);
+  return pattern == "blocks.*.ls1.gamma" || pattern == "blocks.*.ls2.gamma";
+}
+
+// A gamma that is not [dim] cannot scale this model's width at all: that is a
+// file or config mismatch, not a LayerScale the architecture lacks.
+bool is_misshapen_layer_scale(const std::string& key, const at::Tensor& t, int64_t dim) {
+  return is_layer_scale_gamma(key) && t.defined() && !(t.dim() == 1 && t.size(0) == dim);
+}
+
 // x + gamma * f(x) with every gamma exactly 1 is x + f(x): our block.
 bool is_identity_layer_scale(const std::string& key, const at::Tensor& t, int64_t dim) {
-  const std::string pattern = with_block_wildcard(key);
-  if (pattern != "blocks.*.ls1.gamma" && pattern != "blocks.*.ls2.gamma") return false;
-  return t.defined() && at::isFloatingType(t.scalar_type()) && t.dim() == 1 && t.size(0) == dim &&
-         t.eq(1).all().item<bool>();
+  return is_layer_scale_gamma(key) && t.defined() && at::isFloatingType(t.scalar_type()) &&
+         t.dim() == 1 && t.size(0) == dim && t.eq(1).all().item<bool>();
 }
 
 // Problems with the tensors the model expects, in the model's order.
@@ -113,9 +122,9 @@ void check_expected(const torch::OrderedDict<std::string, at::Tensor>& params,
   }
 }
 
-// Problems with the tensors the file has beyond the model: timm layers we
-// lack, grouped per layer, then other unexpected keys. Identity layers go to
-// `report` instead.
+// Problems with the tensors the file has beyond the model: LayerScale gammas
+// of the wrong shape, timm layers we lack, grouped per layer, then other
+// unexpected keys. Identity layers go to `report` instead.
 void check_extra(const torch::OrderedDict<std::string, at::Tensor>& params, const TensorMap& state,
                  int64_t dim, LoadReport& report, std::vector<std::string>& problems) {
   std::map<const TimmExtra*, std::set<std::string>> timm_layers;
@@ -124,6 +133,9 @@ void check_extra(const torch::OrderedDict<std::string, at::Tensor>& params, cons
     if (params.contains(key)) continue;
     if (is_identity_layer_scale(key, t, dim)) {
       report.ignored_identity.push_back(key);
+    } else if (is_misshapen_layer_scale(key, t, dim)) {
+      problems.push_back(key + ": expected " + shape_str(std::vector<int64_t>{dim}) +
+                         ", file has " + shape_str(t.sizes()));
     } else if (const TimmExtra* extra = find_timm_extra(key)) {
       timm_layers[extra].insert(layer_instance(key, extra->layer));
     } else {

@@ -12,6 +12,7 @@
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_distance.hpp"
 #include "vit/io/image_io.hpp"
+#include "vit/model/weights.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {
@@ -31,8 +32,15 @@ TEST(AttnDistanceCli, GoodFlagsSetTheRightFields) {
   EXPECT_EQ(o->checkpoint, file);
   EXPECT_EQ(o->samples, 32);
   EXPECT_EQ(o->out, "d");
-  EXPECT_TRUE(o->renormalize);
+  EXPECT_EQ(o->renormalize, std::optional<bool>(true));
   EXPECT_TRUE(o->images.empty());
+}
+
+TEST(AttnDistanceCli, NoRenormalizeSetsFalseSoItCanOverrideTheConfig) {
+  Cli cli(/*register_all=*/false);
+  auto o = register_attn_distance(cli);
+  cli.parse({"attn-distance", "--no-renormalize"});
+  EXPECT_EQ(o->renormalize, std::optional<bool>(false));
 }
 
 TEST(AttnDistanceCli, LeftOutFlagsFallBackToTheConfig) {
@@ -42,7 +50,7 @@ TEST(AttnDistanceCli, LeftOutFlagsFallBackToTheConfig) {
   EXPECT_FALSE(o->checkpoint.has_value());
   EXPECT_FALSE(o->samples.has_value());
   EXPECT_EQ(o->out, "");
-  EXPECT_FALSE(o->renormalize);
+  EXPECT_FALSE(o->renormalize.has_value());
 }
 
 TEST(AttnDistanceCli, BadFlagsFail) {
@@ -53,6 +61,8 @@ TEST(AttnDistanceCli, BadFlagsFail) {
       {"attn-distance", "--samples", "3", "--images", file},
       {"attn-distance", "--images"},
       {"attn-distance", "--renormalize=maybe"},
+      {"attn-distance", "--renormalize=false"},  // would read as not given: say --no-renormalize
+      {"attn-distance", "--renormalize", "--no-renormalize"},
       {"attn-distance", "--checkpoint", "/does/not/exist.pt"},
   };
   for (const auto& args : bad) {
@@ -73,8 +83,9 @@ class AttnDistanceEndToEnd : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   // Runs `vit attn-distance` on the trained checkpoint; returns what it printed.
-  static std::string attn_distance(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"attn-distance", "--checkpoint", checkpoint_, "--threads", "1",
+  static std::string attn_distance(std::vector<std::string> extra,
+                                   const std::string& checkpoint = checkpoint_) {
+    std::vector<std::string> args = {"attn-distance", "--checkpoint", checkpoint, "--threads", "1",
                                      "--device",      "cpu",          "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
     ::testing::internal::CaptureStdout();
@@ -138,6 +149,34 @@ TEST_F(AttnDistanceEndToEnd, ImagesGiveTheLibrarysDistances) {
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 2; ++h)
       EXPECT_NEAR(j["distance"][l][h].get<double>(), expected[l][h].item<double>(), 1e-4) << l << h;
+}
+
+TEST_F(AttnDistanceEndToEnd, NoRenormalizeOverridesAConfigThatRenormalizes) {
+  // The same weights exported with analysis.renormalize = true in vit_config:
+  // without a flag the config's setting holds, --no-renormalize switches it off.
+  LoadedModel loaded = load_model(checkpoint_);
+  Config config = loaded.config;
+  config.analysis.renormalize = true;
+  const std::string exported = (dir_ / "renormalizing.safetensors").string();
+  save_safetensors_weights(exported, loaded.model, config, loaded.class_names);
+  const fs::path image = dir_ / "one.png";
+  io::write_png(image, torch::randint(0, 256, {3, 16, 16}, torch::kLong).to(torch::kUInt8));
+  const auto run = [&](const std::string& name, const std::string& checkpoint,
+                       std::vector<std::string> flags) {
+    const std::vector<std::string> inputs = {"--images", image.string(), "--out",
+                                             (dir_ / name).string()};
+    flags.insert(flags.end(), inputs.begin(), inputs.end());
+    attn_distance(flags, checkpoint);
+    return read_json(dir_ / name / "attn_distance.json");
+  };
+  const auto by_config = run("by-config", exported, {});
+  const auto switched_off = run("switched-off", exported, {"--no-renormalize"});
+  EXPECT_EQ(by_config["renormalize"], true);
+  EXPECT_EQ(switched_off["renormalize"], false);
+  // The .pt checkpoint's config leaves renormalize off: the flags give the same numbers.
+  EXPECT_EQ(by_config["distance"], run("pt-on", checkpoint_, {"--renormalize"})["distance"]);
+  EXPECT_EQ(switched_off["distance"], run("pt-off", checkpoint_, {})["distance"]);
+  EXPECT_NE(by_config["distance"], switched_off["distance"]);
 }
 
 TEST_F(AttnDistanceEndToEnd, TheDefaultSampleCountComesFromTheConfig) {

@@ -209,11 +209,40 @@ TEST_F(RolloutEndToEnd, ImagesGiveTheLibrarysMasksAndNoLabel) {
 TEST_F(RolloutEndToEnd, MeanPooledModelsUseThePatchMeanRow) {
   Config mean_pool = testing::block_config(dir_ / "cifar", "mean");
   mean_pool.train.epochs = 1;
-  const auto j = rollout("mean", {"--samples", "2"},
-                         testing::train_tiny_checkpoint(mean_pool, dir_ / "run-mean"));
+  const std::string checkpoint = testing::train_tiny_checkpoint(mean_pool, dir_ / "run-mean");
+  const auto j = rollout("mean", {"--samples", "2"}, checkpoint);
   EXPECT_EQ(j["source"], "patch_mean");
   ASSERT_EQ(j["maps"].size(), 2u);
   expect_mask_schema(j["maps"][0]["mask"]);
+
+  // The values, not only the label: the library's patch-mean maps of the same images.
+  const fs::path a = dir_ / "mean-a.png", b = dir_ / "mean-b.png";
+  io::write_png(a, torch::randint(0, 256, {3, 16, 16}, torch::kLong).to(torch::kUInt8));
+  io::write_png(b, torch::randint(0, 256, {3, 24, 20}, torch::kLong).to(torch::kUInt8));
+  const auto images = rollout("mean-images", {"--images", a.string(), b.string()}, checkpoint);
+  EXPECT_EQ(images["source"], "patch_mean");
+  ASSERT_EQ(images["maps"].size(), 2u);
+
+  LoadedModel loaded = load_model(checkpoint);
+  const ImageInputs inputs = load_image_inputs({a.string(), b.string()}, loaded.config, c10::kCPU);
+  torch::NoGradGuard no_grad;
+  const auto attention = loaded.model->forward_with_attention(inputs.normalized).attention;
+  RolloutOptions options;
+  options.source = RolloutSource::kPatchMean;
+  const auto expected = rollout_masks(attention, options);
+  RolloutOptions class_token = options;
+  class_token.source = RolloutSource::kClassToken;
+  // This barely trained model's maps are nearly flat, but its two rows still differ by
+  // ~3e-3, far beyond the 1e-6 below: matching the patch-mean maps means vit used that row.
+  ASSERT_GT((expected - rollout_masks(attention, class_token)).abs().max().item<double>(), 1e-4);
+  for (int64_t i = 0; i < 2; ++i) {
+    const auto& m = images["maps"][i];
+    expect_mask_schema(m["mask"]);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 4; ++c)
+        EXPECT_NEAR(m["mask"][r][c].get<double>(), expected[i][r][c].item<double>(), 1e-6)
+            << i << r << c;
+  }
 }
 
 TEST_F(RolloutEndToEnd, AnUnreadableImageIsAnErrorNamingIt) {

@@ -151,6 +151,9 @@ TEST_F(WeightsTest, ReportsEveryProblemAtOnceAndLeavesTheModelUntouched) {
 }
 
 TEST_F(WeightsTest, RejectsTimmLayersOurArchitectureLacksEvenWhenTheyLookNeutral) {
+  // CLIP's pre-norm with learned (non-identity) parameters.
+  state_["norm_pre.weight"] = torch::full({32}, 1.5);
+  state_["norm_pre.bias"] = torch::full({32}, 0.25);
   // A LayerNorm with weight 1 and bias 0 still normalises: not identity.
   state_["fc_norm.weight"] = torch::ones({32});
   state_["fc_norm.bias"] = torch::zeros({32});
@@ -159,7 +162,9 @@ TEST_F(WeightsTest, RejectsTimmLayersOurArchitectureLacksEvenWhenTheyLookNeutral
   state_["reg_token"] = torch::zeros({1, 4, 32});
   VisionTransformer model = seeded_model(config_.model, /*seed=*/1);
   EXPECT_EQ(load_error(model, state_),
-            "w.safetensors: 3 problems loading the weights into vit's model: "
+            "w.safetensors: 4 problems loading the weights into vit's model: "
+            "timm layer 'norm_pre' is not part of vit's architecture: a LayerNorm before the "
+            "blocks (timm pre_norm=True, as in CLIP); "
             "timm layer 'fc_norm' is not part of vit's architecture: a LayerNorm after pooling in "
             "place of 'norm' (timm fc_norm); "
             "timm layer 'reg_token' is not part of vit's architecture: register tokens (timm "
@@ -187,6 +192,15 @@ TEST_F(WeightsTest, AcceptsLayerScaleOfOnesAndRejectsAnyOtherGamma) {
             "w.safetensors: 1 problem loading the weights into vit's model: timm layer "
             "'blocks.*.ls2' (in 1 block) is not part of vit's architecture: LayerScale on the MLP "
             "branch with gamma other than 1 (timm init_values)");
+
+  // A gamma of the wrong shape is a mismatch, even when every entry is 1.
+  state_["blocks.1.ls2.gamma"] = torch::ones({32}, torch::kHalf);
+  state_["blocks.0.ls1.gamma"] = torch::ones({16}, torch::kHalf);
+  state_["blocks.1.ls1.gamma"] = torch::ones({1, 32});
+  EXPECT_EQ(load_error(model, state_),
+            "w.safetensors: 2 problems loading the weights into vit's model: "
+            "blocks.0.ls1.gamma: expected [32], file has [16]; "
+            "blocks.1.ls1.gamma: expected [32], file has [1, 32]");
 }
 
 TEST_F(WeightsTest, HintsAtQkvBiasWhenTheConfigDisagreesWithTheFile) {
