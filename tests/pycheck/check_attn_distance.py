@@ -12,47 +12,18 @@ qkv bias, head width != dim / heads, gray, a plain timm file given --config.
 
 import json
 import sys
-from pathlib import Path
-
-import torch
 
 import vitpy
 
 TOLERANCE = 1e-4  # measured: below 5e-5 px, nearly all of it vit's rounding to 4 decimals
-
-MODEL_A = {"image_size": 32, "patch_size": 4, "channels": 3, "num_classes": 5, "dim": 48, "depth": 3,
-           "heads": 3, "mlp_dim": 96, "pool": "cls", "qkv_bias": True, "layer_norm_eps": 1e-6}
-MODEL_B = {"image_size": 30, "patch_size": 6, "channels": 1, "num_classes": 4, "dim": 40, "depth": 3,
-           "heads": 4, "dim_head": 12, "mlp_dim": 64, "pool": "mean", "qkv_bias": False,
-           "layer_norm_eps": 1e-5}
 IMAGES = 4
-
-
-def full_config(name, model, mean, std):
-    return {"name": name, "model": model, "data": {"dataset": "image-folder", "mean": mean, "std": std}}
 
 
 def check_model(report, vit, work, name, config, with_metadata, generator):
     m = config["model"]
-    model = vitpy.VisionTransformer(m).eval()
-    vitpy.randomize(model, generator)
-    metadata, model_args = None, ()
-    if with_metadata:
-        metadata = {"format": "pt", "vit_config": json.dumps(config)}
-    else:  # a plain timm file: the architecture comes from --config
-        config_path = work / f"{name}.json"
-        config_path.write_text(json.dumps(config))
-        model_args = ("--config", config_path)
-    weights = work / f"{name}.safetensors"
-    vitpy.write_safetensors(weights, model.state_dict(), metadata)
-
-    pixels, arrays = vitpy.random_images(IMAGES, m["channels"], m["image_size"], generator)
-    images = []
-    for i, array in enumerate(arrays):
-        images.append(work / f"{name}-{i}.png")
-        vitpy.write_png(images[-1], array)
-    with torch.no_grad():
-        _, attentions = model(vitpy.normalize(pixels, config["data"]["mean"], config["data"]["std"]))
+    model, model_args = vitpy.write_random_model(work, name, config, with_metadata, generator)
+    pixels, images = vitpy.write_random_images(work, name, IMAGES, m, generator)
+    _, attentions = vitpy.run_model(model, pixels, config["data"])
 
     grid = m["image_size"] // m["patch_size"]
     what = f"model {name} ({grid}x{grid} grid of {m['patch_size']} px patches, {IMAGES} images)"
@@ -66,8 +37,7 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
     for renormalize, expected in ((False, raw), (True, renormalized)):
         flag = ("--renormalize",) if renormalize else ()
         out = work / f"{name}-{'renormalized' if renormalize else 'raw'}"
-        vitpy.run_vit(vit, "attn-distance", "--checkpoint", weights, *model_args, "--images", *images, "--out", out,
-                      *flag)
+        vitpy.run_vit(vit, "attn-distance", *model_args, "--images", *images, "--out", out, *flag)
         result = json.loads((out / "attn_distance.json").read_text())
         setting = f"{what}, renormalize {renormalize}"
         report.equal(f"{setting}: attn_distance.json settings",
@@ -77,17 +47,5 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
                      TOLERANCE)
 
 
-def main():
-    args = vitpy.parse_args(__doc__)
-    work = Path(args.workdir)
-    generator = torch.Generator().manual_seed(3)
-    report = vitpy.Report("attention distance")
-    check_model(report, args.vit, work, "a", full_config("pycheck-distance-a", MODEL_A, [0.5, 0.4, 0.3],
-                                                         [0.25, 0.3, 0.2]), True, generator)
-    check_model(report, args.vit, work, "b", full_config("pycheck-distance-b", MODEL_B, [0.45], [0.22]), False,
-                generator)
-    return report.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vitpy.run_check(__doc__, "attention distance", 3, vitpy.models_a_and_b(check_model, "pycheck-distance")))

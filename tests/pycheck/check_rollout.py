@@ -16,9 +16,6 @@ further apart than float32 noise, so a mismatch there is a real bug.
 
 import json
 import sys
-from pathlib import Path
-
-import torch
 
 import vitpy
 
@@ -27,45 +24,15 @@ TOLERANCE = 5e-6  # measured: below 1e-6 (6-decimal rounding plus float32 attent
 # cannot be closed by that noise.
 MIN_DISCARD_GAP = 1e-5
 
-MODEL_A = {"image_size": 32, "patch_size": 4, "channels": 3, "num_classes": 5, "dim": 48, "depth": 3,
-           "heads": 3, "mlp_dim": 96, "pool": "cls", "qkv_bias": True, "layer_norm_eps": 1e-6}
-MODEL_B = {"image_size": 30, "patch_size": 6, "channels": 1, "num_classes": 4, "dim": 40, "depth": 3,
-           "heads": 4, "dim_head": 12, "mlp_dim": 64, "pool": "mean", "qkv_bias": False,
-           "layer_norm_eps": 1e-5}
 # (fusion, discard ratio) pairs every model is mapped with.
 SETTINGS = [("mean", 0.0), ("max", 0.9)]
 
 
-def full_config(name, model, mean, std):
-    return {"name": name, "model": model, "data": {"dataset": "image-folder", "mean": mean, "std": std}}
-
-
-def write_model(work, name, config, with_metadata, generator):
-    """Random weights in `name`.safetensors; -> (Python model, extra vit flags)."""
-    model = vitpy.VisionTransformer(config["model"]).eval()
-    vitpy.randomize(model, generator)
-    metadata, extra = None, ()
-    if with_metadata:
-        metadata = {"format": "pt", "vit_config": json.dumps(config)}
-    else:  # a plain timm file: the architecture comes from --config
-        config_path = work / f"{name}.json"
-        config_path.write_text(json.dumps(config))
-        extra = ("--config", config_path)
-    weights = work / f"{name}.safetensors"
-    vitpy.write_safetensors(weights, model.state_dict(), metadata)
-    return model, ("--checkpoint", weights, *extra)
-
-
 def check_model(report, vit, work, name, config, with_metadata, generator):
     m = config["model"]
-    model, model_args = write_model(work, name, config, with_metadata, generator)
-    pixels, arrays = vitpy.random_images(3, m["channels"], m["image_size"], generator)
-    images = []
-    for i, array in enumerate(arrays):
-        images.append(work / f"{name}-{i}.png")
-        vitpy.write_png(images[-1], array)
-    with torch.no_grad():
-        _, attentions = model(vitpy.normalize(pixels, config["data"]["mean"], config["data"]["std"]))
+    model, model_args = vitpy.write_random_model(work, name, config, with_metadata, generator)
+    pixels, images = vitpy.write_random_images(work, name, 3, m, generator)
+    _, attentions = vitpy.run_model(model, pixels, config["data"])
 
     source = "class_token" if m["pool"] == "cls" else "patch_mean"
     grid = m["image_size"] // m["patch_size"]
@@ -93,17 +60,5 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
                      TOLERANCE)
 
 
-def main():
-    args = vitpy.parse_args(__doc__)
-    work = Path(args.workdir)
-    generator = torch.Generator().manual_seed(2)
-    report = vitpy.Report("rollout")
-    check_model(report, args.vit, work, "a", full_config("pycheck-rollout-a", MODEL_A, [0.5, 0.4, 0.3],
-                                                         [0.25, 0.3, 0.2]), True, generator)
-    check_model(report, args.vit, work, "b", full_config("pycheck-rollout-b", MODEL_B, [0.45], [0.22]), False,
-                generator)
-    return report.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vitpy.run_check(__doc__, "rollout", 2, vitpy.models_a_and_b(check_model, "pycheck-rollout")))

@@ -11,7 +11,6 @@ Two models cover the architecture's options:
 
 import json
 import sys
-from pathlib import Path
 
 import torch
 
@@ -19,21 +18,11 @@ import vitpy
 
 TOLERANCE = 1e-4
 
-MODEL_A = {"image_size": 32, "patch_size": 4, "channels": 3, "num_classes": 5, "dim": 48, "depth": 3,
-           "heads": 3, "mlp_dim": 96, "pool": "cls", "qkv_bias": True, "layer_norm_eps": 1e-6}
-MODEL_B = {"image_size": 24, "patch_size": 6, "channels": 1, "num_classes": 4, "dim": 40, "depth": 2,
-           "heads": 4, "dim_head": 12, "mlp_dim": 64, "pool": "mean", "qkv_bias": False,
-           "layer_norm_eps": 1e-5}
+MODEL_B = dict(vitpy.MODEL_B, image_size=24, depth=2)  # a 4x4 grid, two blocks
 
 
-def full_config(name, model, mean, std):
-    return {"name": name, "model": model, "data": {"dataset": "image-folder", "mean": mean, "std": std}}
-
-
-def predict(vit, checkpoint, images, extra=()):
-    out = vitpy.run_vit(vit, "predict", "--json", "--checkpoint", checkpoint, "--topk", 2,
-                        "--images", *images, *extra)
-    return vitpy.json_output(out)
+def predict(vit, model_args, images):
+    return vitpy.json_output(vitpy.run_vit(vit, "predict", "--json", *model_args, "--topk", 2, "--images", *images))
 
 
 def check_model(report, vit, work, name, config, dtype, metadata, class_names, generator, embed_scale=1.0):
@@ -46,24 +35,13 @@ def check_model(report, vit, work, name, config, dtype, metadata, class_names, g
     state = {k: v.detach().to(dtype) for k, v in model.state_dict().items()}
     # What vit reads is the stored dtype; the reference must use the same rounded values.
     model.load_state_dict({k: v.float() for k, v in state.items()})
-    extra_args = ()
     if metadata is None:
         state["blocks.0.ls1.gamma"] = torch.ones(m["dim"], dtype=dtype)  # timm LayerScale, identity
-        config_path = work / f"{name}.json"
-        config_path.write_text(json.dumps(config))
-        extra_args = ("--config", config_path)
-    weights = work / f"{name}.safetensors"
-    vitpy.write_safetensors(weights, state, metadata)
+    model_args = vitpy.write_weights(work, name, config, state, metadata)
 
-    pixels, arrays = vitpy.random_images(3, m["channels"], m["image_size"], generator)
-    images = []
-    for i, array in enumerate(arrays):
-        images.append(work / f"{name}-{i}.png")
-        vitpy.write_png(images[-1], array)
-
-    with torch.no_grad():
-        logits, _ = model(vitpy.normalize(pixels, config["data"]["mean"], config["data"]["std"]))
-    results = predict(vit, weights, images, extra_args)
+    pixels, images = vitpy.write_random_images(work, name, 3, m, generator)
+    logits, _ = vitpy.run_model(model, pixels, config["data"])
+    results = predict(vit, model_args, images)
     what = f"model {name} ({m['pool']} pool, qkv bias {m['qkv_bias']}, {m['channels']} ch, {dtype})"
     report.close(f"{what}: vit predict logits vs Python", [r["logits"] for r in results], logits, TOLERANCE)
     top_vit = [r["top"][0]["index"] for r in results]
@@ -72,22 +50,16 @@ def check_model(report, vit, work, name, config, dtype, metadata, class_names, g
                  [class_names[i] for i in logits.argmax(1).tolist()])
 
 
-def main():
-    args = vitpy.parse_args(__doc__)
-    work = Path(args.workdir)
-    generator = torch.Generator().manual_seed(1)
-    report = vitpy.Report("weights from Python")
-
-    config_a = full_config("pycheck-a", MODEL_A, [0.5, 0.4, 0.3], [0.25, 0.3, 0.2])
+def check(report, vit, work, generator):
+    config_a = vitpy.config_a("pycheck-a")
     names_a = ["cat", "dog", "bird", "fish", "frog"]
     metadata_a = {"format": "pt", "vit_config": json.dumps(config_a), "class_names": json.dumps(names_a)}
-    check_model(report, args.vit, work, "a", config_a, torch.float32, metadata_a, names_a, generator)
+    check_model(report, vit, work, "a", config_a, torch.float32, metadata_a, names_a, generator)
 
-    config_b = full_config("pycheck-b", MODEL_B, [0.45], [0.22])
+    config_b = vitpy.config_b("pycheck-b", MODEL_B)
     names_b = [str(i) for i in range(MODEL_B["num_classes"])]  # no names in a timm file: indices
-    check_model(report, args.vit, work, "b", config_b, torch.float16, None, names_b, generator, embed_scale=0.003)
-    return report.finish()
+    check_model(report, vit, work, "b", config_b, torch.float16, None, names_b, generator, embed_scale=0.003)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vitpy.run_check(__doc__, "weights from Python", 1, check))

@@ -6,7 +6,6 @@ same classes and logits (within 1e-4) as `vit predict` on the .pt checkpoint.
 
 import json
 import sys
-from pathlib import Path
 
 import torch
 
@@ -51,13 +50,9 @@ def train_and_export(vit, work):
     return config
 
 
-def main():
-    args = vitpy.parse_args(__doc__)
-    work = Path(args.workdir)
-    generator = torch.Generator().manual_seed(4)
-    report = vitpy.Report("weights into Python")
+def check(report, vit, work, generator):
     write_dataset(work / "data", generator)
-    config = train_and_export(args.vit, work)
+    config = train_and_export(vit, work)
 
     state, metadata, dtypes = vitpy.read_safetensors(work / "exported.safetensors")
     report.equal("every exported tensor is F32", sorted(set(dtypes.values())), ["F32"])
@@ -73,21 +68,17 @@ def main():
     images, all_pixels = [], []
     for label in range(len(CLASSES)):
         pixels, arrays = coloured_images(2, 2 - label, generator)
-        for i, array in enumerate(arrays):
-            images.append(work / f"query-{label}-{i}.png")
-            vitpy.write_png(images[-1], array)
+        images += vitpy.write_pngs(work, f"query-{label}", arrays)
         all_pixels.append(pixels)
-    with torch.no_grad():
-        logits, _ = model(vitpy.normalize(torch.cat(all_pixels), config["data"]["mean"], config["data"]["std"]))
-    out = vitpy.run_vit(args.vit, "predict", "--json", "--topk", len(CLASSES), "--checkpoint",
+    logits, _ = vitpy.run_model(model, torch.cat(all_pixels), config["data"])
+    out = vitpy.run_vit(vit, "predict", "--json", "--topk", len(CLASSES), "--checkpoint",
                         work / "run" / "best.pt", "--images", *images)
     results = vitpy.json_output(out)
     report.close("vit predict (best.pt) logits vs Python on the export", [r["logits"] for r in results], logits,
                  TOLERANCE)
     ours = [r["top"][0]["class"] for r in results]
     report.equal(f"predicted classes {ours}", ours, [CLASSES[i] for i in logits.argmax(1).tolist()])
-    return report.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vitpy.run_check(__doc__, "weights into Python", 4, check))

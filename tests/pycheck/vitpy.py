@@ -371,3 +371,91 @@ class Report:
     def finish(self):
         print(f"{self.check}: {'PASSED' if self.failures == 0 else f'{self.failures} FAILED'}")
         return 0 if self.failures == 0 else 1
+
+
+# ---------------------------------------------------------------------------
+# What the check scripts share: two small models, their inputs, main().
+
+# A: class-token pooling, qkv bias, RGB, on an 8x8 grid of 4 px patches;
+# B: mean pooling, no qkv bias, head width != dim / heads, gray, LayerNorm eps
+# 1e-5, on a 5x5 grid of 6 px patches.
+MODEL_A = {"image_size": 32, "patch_size": 4, "channels": 3, "num_classes": 5, "dim": 48, "depth": 3,
+           "heads": 3, "mlp_dim": 96, "pool": "cls", "qkv_bias": True, "layer_norm_eps": 1e-6}
+MODEL_B = {"image_size": 30, "patch_size": 6, "channels": 1, "num_classes": 4, "dim": 40, "depth": 3,
+           "heads": 4, "dim_head": 12, "mlp_dim": 64, "pool": "mean", "qkv_bias": False,
+           "layer_norm_eps": 1e-5}
+
+
+def full_config(name, model, mean, std):
+    return {"name": name, "model": model, "data": {"dataset": "image-folder", "mean": mean, "std": std}}
+
+
+def config_a(name):
+    return full_config(name, MODEL_A, [0.5, 0.4, 0.3], [0.25, 0.3, 0.2])
+
+
+def config_b(name, model=MODEL_B):
+    return full_config(name, model, [0.45], [0.22])
+
+
+def write_weights(work, name, config, state, metadata):
+    """`state` in `name`.safetensors with `metadata`; with none (a plain timm
+    file) the architecture goes to `name`.json for --config. -> vit's model flags."""
+    extra = ()
+    if metadata is None:
+        config_path = work / f"{name}.json"
+        config_path.write_text(json.dumps(config))
+        extra = ("--config", config_path)
+    weights = work / f"{name}.safetensors"
+    write_safetensors(weights, state, metadata)
+    return ("--checkpoint", weights, *extra)
+
+
+def write_random_model(work, name, config, with_metadata, generator):
+    """Random weights in `name`.safetensors, with vit_config in __metadata__ or
+    as a plain timm file given --config. -> (Python model, vit's model flags)."""
+    model = VisionTransformer(config["model"]).eval()
+    randomize(model, generator)
+    metadata = {"format": "pt", "vit_config": json.dumps(config)} if with_metadata else None
+    return model, write_weights(work, name, config, model.state_dict(), metadata)
+
+
+def write_pngs(work, stem, arrays):
+    """Each array as `stem`-<i>.png in work. -> the paths, in order."""
+    paths = [work / f"{stem}-{i}.png" for i in range(len(arrays))]
+    for path, array in zip(paths, arrays):
+        write_png(path, array)
+    return paths
+
+
+def write_random_images(work, name, count, m, generator):
+    """`count` random images for model config m. -> (uint8 pixels, PNG paths)."""
+    pixels, arrays = random_images(count, m["channels"], m["image_size"], generator)
+    return pixels, write_pngs(work, name, arrays)
+
+
+def run_model(model, pixels, data):
+    """The model on uint8 pixels normalised with data's mean and std. -> (logits, attentions)."""
+    with torch.no_grad():
+        return model(normalize(pixels, data["mean"], data["std"]))
+
+
+def models_a_and_b(check_model, prefix):
+    """A body for run_check that runs check_model(report, vit, work, name,
+    config, with_metadata, generator) on A with vit_config in __metadata__ and
+    on B as a plain timm file."""
+
+    def body(report, vit, work, generator):
+        check_model(report, vit, work, "a", config_a(f"{prefix}-a"), True, generator)
+        check_model(report, vit, work, "b", config_b(f"{prefix}-b"), False, generator)
+
+    return body
+
+
+def run_check(description, check, seed, body):
+    """A script's main: parses --vit and --workdir, runs body(report, vit,
+    work, generator) with a generator seeded `seed`. -> exit status."""
+    args = parse_args(description)
+    report = Report(check)
+    body(report, args.vit, Path(args.workdir), torch.Generator().manual_seed(seed))
+    return report.finish()
