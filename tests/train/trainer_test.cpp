@@ -1,5 +1,6 @@
 #include "vit/train/trainer.hpp"
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -56,6 +57,21 @@ TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
   EXPECT_EQ(
       header,
       "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s");
+}
+
+// The other optimizer and the CPU's mixed precision learn the same task.
+TEST_F(TrainerTest, SgdWithBf16AutocastAlsoLearns) {
+  Config c = testing::texture_config();
+  c.train.optimizer = "sgd";
+  c.train.lr = 0.1;
+  c.train.precision = "bf16";
+  Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("sgd"));
+  const TrainSummary s = trainer.fit();
+  const auto records = MetricsLog::read(run("sgd") + "/metrics.jsonl");
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_LT(records.back().train_loss, records.front().train_loss);
+  ASSERT_TRUE(s.test.has_value());
+  EXPECT_GT(s.test->accuracy, 0.9);  // chance is 0.25
 }
 
 TEST_F(TrainerTest, ValidatesEveryNStepsAndAtTheEnd) {
@@ -133,6 +149,18 @@ TEST_F(TrainerTest, EarlyStoppingEndsTheRunAndKeepsTheBest) {
   EXPECT_EQ(last.step, 36);
   EXPECT_TRUE(last.finished);
   EXPECT_EQ(last.stop_reason, "patience exhausted");
+}
+
+TEST(StopSignal, SigintAndSigtermAskForAStop) {
+  install_stop_signal_handlers();
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    clear_stop_request();
+    std::raise(signal_number);  // the handler only sets the flag; the process goes on
+    EXPECT_TRUE(stop_requested()) << signal_number;
+  }
+  clear_stop_request();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 TEST_F(TrainerTest, NonFiniteLossStopsWithTheStep) {
