@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "vit/error.hpp"
 
@@ -40,22 +41,37 @@ void sync_folder(const fs::path& folder) {
 
 }  // namespace
 
-void write_bytes(const std::string& path, const void* data, size_t size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot open " + path + " for writing (" + errno_text() + ")");
+CheckedFile::CheckedFile(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot open " + path_ + " for writing (" + errno_text() + ")");
+}
+
+CheckedFile::~CheckedFile() {
+  if (fd_ >= 0) ::close(fd_);  // only after an error: close() reports its own
+}
+
+void CheckedFile::write(const void* data, size_t size) {
   const auto* bytes = static_cast<const char*>(data);
   size_t written = 0;
   while (written < size) {
-    const ssize_t n = ::write(fd, bytes + written, size - written);
+    const ssize_t n = ::write(fd_, bytes + written, size - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string error = n < 0 ? errno_text() : "no progress";
-      ::close(fd);
-      throw Error("cannot write " + path + " (" + error + ")");
-    }
+    if (n <= 0)
+      throw Error("cannot write " + path_ + " (" + (n < 0 ? errno_text() : "no progress") + ")");
     written += static_cast<size_t>(n);
   }
-  if (::close(fd) != 0) throw Error("cannot write " + path + " (" + errno_text() + ")");
+}
+
+void CheckedFile::close() {
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw Error("cannot write " + path_ + " (" + errno_text() + ")");
+}
+
+void write_bytes(const std::string& path, const void* data, size_t size) {
+  CheckedFile file(path);
+  file.write(data, size);
+  file.close();
 }
 
 void write_atomically(const std::string& path,

@@ -297,7 +297,7 @@ void validate_model(const ModelConfig& m) {
   require_range("model.num_classes", m.num_classes, 2, kMaxClasses);
   require_range("model.dim", m.dim, 1, kMaxWidth);
   require_range("model.depth", m.depth, 1, kMaxDepth);
-  require_range("model.heads", m.heads, 1, m.dim, " (at most model.dim)");
+  require_range("model.heads", m.heads, 1, kMaxWidth);
   require_range("model.dim_head", m.dim_head, 0, kMaxWidth, " (0 = dim / heads)");
   require(m.dim_head > 0 || m.dim % m.heads == 0,
           "model.heads " + std::to_string(m.heads) + " does not divide model.dim " +

@@ -50,14 +50,15 @@ std::string choose_run_dir(const TrainOptions& o, const Config& config) {
   return new_run_dir(config.name, "");
 }
 
-// runs/latest follows finished and interrupted runs alike (both leave a
-// last.pt to resume from). A run given its own --out still tries, but a
-// read-only working folder must not turn a finished run into an error.
-void point_latest_at_run(const TrainOptions& o, const std::string& run_dir) {
+// runs/latest follows every run that leaves a last.pt to resume from:
+// finished, interrupted or stopped by an error. The run's results are on disk
+// by then, so a link that cannot be written (a read-only working folder) is a
+// warning, not a failure.
+void point_latest_at_run(const std::string& run_dir) {
+  if (!fs::exists(fs::path(run_dir) / "last.pt")) return;
   try {
     point_latest_at(run_dir);
   } catch (const Error& e) {
-    if (o.out.empty()) throw;
     spdlog::warn("{}", e.what());
   }
 }
@@ -112,10 +113,16 @@ int run_train(const TrainOptions& o) {
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();
   Trainer trainer(config, splits, device, run_dir, o.resume);
-  const TrainSummary summary = trainer.fit();
-  point_latest_at_run(o, run_dir);
+  TrainSummary summary;
+  try {
+    summary = trainer.fit();
+  } catch (...) {
+    point_latest_at_run(run_dir);
+    throw;
+  }
   draw_curves(run_dir);
   log_summary(summary, run_dir);
+  point_latest_at_run(run_dir);
   return summary.stop_reason == "interrupted" ? 130 : 0;
 }
 

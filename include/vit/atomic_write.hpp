@@ -13,8 +13,25 @@ namespace vit {
 void write_atomically(const std::string& path,
                       const std::function<void(const std::string&)>& write);
 
-// Writes `size` bytes to `path` (not atomically), checking every write and
-// the close, so a full disk is an error naming the file and errno's reason.
+// A file opened for writing whose every write and its close are checked, so a
+// full disk is a vit::Error naming the file and errno's reason, never a
+// silent loss.
+class CheckedFile {
+ public:
+  explicit CheckedFile(std::string path);  // creates or truncates
+  ~CheckedFile();
+  CheckedFile(const CheckedFile&) = delete;
+  CheckedFile& operator=(const CheckedFile&) = delete;
+
+  void write(const void* data, size_t size);
+  void close();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// Writes `size` bytes to `path` (not atomically) through a CheckedFile.
 void write_bytes(const std::string& path, const void* data, size_t size);
 
 // Writes `text` to `path` atomically.

@@ -71,7 +71,8 @@ struct DataConfig {
 
   // Not config keys: whether mean, std and augment.hflip were given in a file
   // or by --set. The ones left out follow `dataset`, even when --set changes
-  // the dataset after the file was read.
+  // the dataset after the file was read. Code that fills these fields by hand
+  // should set the matching flag, or a later "--set data.dataset=..." resets them.
   bool mean_given = false;
   bool std_given = false;
   bool hflip_given = false;

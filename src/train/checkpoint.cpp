@@ -1,7 +1,5 @@
 #include "vit/train/checkpoint.hpp"
 
-#include <sstream>
-
 #include <torch/torch.h>
 
 #include "vit/atomic_write.hpp"
@@ -40,10 +38,7 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& archive, const std::str
 void save_training_checkpoint(const std::string& path, VisionTransformer& model,
                               const torch::optim::Optimizer& optimizer,
                               const CheckpointMeta& meta) {
-  // The archive is serialised in memory first: LibTorch's own file writer
-  // does not report every failed write (a full disk could go unnoticed).
-  std::ostringstream bytes;
-  {
+  write_atomically(path, [&](const std::string& temp) {
     torch::serialize::OutputArchive archive;
     archive.write(kMetaKey, c10::IValue(meta_to_json(meta)));
     torch::serialize::OutputArchive model_archive, optimizer_archive;
@@ -52,11 +47,31 @@ void save_training_checkpoint(const std::string& path, VisionTransformer& model,
     optimizer.save(optimizer_archive);
     archive.write(kOptimizerKey, optimizer_archive);
     archive.write(kCpuRngKey, at::detail::getDefaultCPUGenerator().get_state());
-    archive.save_to(bytes);
-  }
-  const std::string data = bytes.str();
-  write_atomically(path,
-                   [&](const std::string& temp) { write_bytes(temp, data.data(), data.size()); });
+    // LibTorch's own file writer does not check every write, so the archive
+    // streams through a CheckedFile. LibTorch calls the writer from its zip
+    // code, which an exception must not cross: a failed write is recorded and
+    // reported to LibTorch as a short write, which makes save_to throw.
+    CheckedFile file(temp);
+    std::string write_error;
+    const auto write = [&](const void* data, size_t size) -> size_t {
+      if (!write_error.empty()) return 0;
+      try {
+        file.write(data, size);
+        return size;
+      } catch (const Error& e) {
+        write_error = e.what();
+        return 0;
+      }
+    };
+    try {
+      archive.save_to(write);
+    } catch (const std::exception&) {
+      if (!write_error.empty()) throw Error(write_error);
+      throw;
+    }
+    if (!write_error.empty()) throw Error(write_error);
+    file.close();
+  });
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {

@@ -43,6 +43,17 @@ std::string non_finite_text(double value) {
   return value > 0 ? "inf" : "-inf";
 }
 
+// Run time recorded in metrics.jsonl up to `up_to_step`: the fallback for
+// checkpoints written before they carried their own elapsed time.
+double recorded_elapsed(const std::string& run_dir, int64_t up_to_step) {
+  const auto path = run_dir + "/metrics.jsonl";
+  if (!fs::exists(path)) return 0.0;
+  double elapsed = 0.0;
+  for (const auto& r : MetricsLog::read(path))
+    if (r.step <= up_to_step) elapsed = r.elapsed_s;
+  return elapsed;
+}
+
 }  // namespace
 
 Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
@@ -160,7 +171,7 @@ TrainSummary Trainer::fit() {
                  step_ / steps_per_epoch_ + 1, m.best_metric);
     if (m.finished) summary.stop_reason = "already finished (" + m.stop_reason + ")";
     totals_ = m.since_validation;
-    elapsed_before_ = m.elapsed_s;
+    elapsed_before_ = m.elapsed_s > 0 ? m.elapsed_s : recorded_elapsed(run_dir_, step_);
   }
   MetricsLog metrics(run_dir_, resume_ ? step_ : -1);
   session_start_ = Clock::now();

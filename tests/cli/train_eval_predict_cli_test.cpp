@@ -51,8 +51,9 @@ class TrainEvalPredict : public ::testing::Test {
     c.model.patch_size = 8;
     c.train.precision = "bf16";  // eval and predict must still agree: both run in fp32
     std::ofstream(dir_ / "blocks.json") << config_to_json_string(c);
-    const std::string command = "cd '" + dir_.string() + "' && '" + VIT_BINARY +
-                                "' train --config blocks.json --threads 1 -q 2> train.err";
+    const std::string command =
+        "cd '" + dir_.string() + "' && '" + VIT_BINARY +
+        "' train --config blocks.json --device cpu --threads 1 -q 2> train.err";
     train_status_ = std::system(command.c_str());
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
@@ -80,8 +81,9 @@ TEST_F(TrainEvalPredict, TrainWritesTheRunFolderAndPointsLatestAtIt) {
 TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
   ASSERT_EQ(train_status_, 0);
   const fs::path run = fs::canonical(dir_ / "runs" / "latest");
-  const std::string command = "cd '" + dir_.string() + "' && '" + VIT_BINARY +
-                              "' train --resume runs/latest/last.pt --threads 1 -q 2> resume.err";
+  const std::string command =
+      "cd '" + dir_.string() + "' && '" + VIT_BINARY +
+      "' train --resume runs/latest/last.pt --device cpu --threads 1 -q 2> resume.err";
   ASSERT_EQ(std::system(command.c_str()), 0) << "see " << (dir_ / "resume.err");
   EXPECT_EQ(fs::canonical(dir_ / "runs" / "latest"), run);
   EXPECT_EQ(read_json(run / "summary.json")["stop_reason"], "already finished (epochs done)");
@@ -93,7 +95,7 @@ TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
   const std::string best = (fs::canonical(dir_ / "runs" / "latest") / "best.pt").string();
   const fs::path out = dir_ / "eval";
   ASSERT_EQ(run_vit({"eval", "--checkpoint", best, "--split", "test", "--out", out.string(),
-                     "--threads", "1", "-q"}),
+                     "--device", "cpu", "--threads", "1", "-q"}),
             0);
   const auto metrics = read_json(out / "metrics.json");
   EXPECT_TRUE(fs::is_regular_file(out / "confusion.png"));
@@ -109,8 +111,9 @@ TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
     images.push_back((dir_ / ("test_" + std::to_string(i) + ".png")).string());
     io::write_png(images.back(), block_cifar_image(i));
   }
-  std::vector<std::string> args = {"predict", "--checkpoint", best, "--json", "--topk",
-                                   "1",       "--threads",    "1",  "-q",     "--images"};
+  std::vector<std::string> args = {"predict", "--checkpoint", best,  "--json",    "--topk",
+                                   "1",       "--device",     "cpu", "--threads", "1",
+                                   "-q",      "--images"};
   args.insert(args.end(), images.begin(), images.end());
   ::testing::internal::CaptureStdout();
   const int status = run_vit(args);
