@@ -200,7 +200,7 @@ TrainSummary Trainer::fit() {
       const EvalResult val =
           evaluate(model_, *val_loader_, config_.model.num_classes, config_.train.precision);
       // Weights that went bad without a non-finite training loss (for
-      // example, a gradient clipping turned off) must not reach a checkpoint.
+      // example, with gradient clipping off) must not reach a checkpoint.
       if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
       const bool improved = early_stopping_.update(val.accuracy, step_);
       ValidationRecord r;
