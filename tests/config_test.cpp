@@ -6,7 +6,9 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include "error_of.hpp"
 
 #include "vit/error.hpp"
 #include "vit_test_paths.hpp"
@@ -16,14 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 Config from(const std::string& text) {
   return parse_config_string(text, "test.json");

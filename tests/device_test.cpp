@@ -1,24 +1,18 @@
 #include "vit/device.hpp"
 
-#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
+
 #include <torch/torch.h>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(Device, CpuAndAutoResolve) {
   EXPECT_EQ(resolve_device("cpu"), c10::Device(c10::kCPU));
@@ -57,6 +51,14 @@ TEST(Device, AMissingCudaIndexIsNamed) {
   EXPECT_EQ(error_of([&] { resolve_device("cuda:" + std::to_string(count)); }),
             "--device cuda:" + std::to_string(count) + ": there is no CUDA device " +
                 std::to_string(count) + " (found " + std::to_string(count) + ")");
+}
+
+TEST(Device, SubnormalResultsFlushToZero) {
+  flush_subnormals_to_zero();
+  // 1e-30 * 1e-10 = 1e-40 is below float's smallest normal (1.18e-38).
+  EXPECT_EQ((torch::full({1}, 1e-30f) * 1e-10f).item<float>(), 0.0f);
+  at::globalContext().setFlushDenormal(false);
+  EXPECT_GT((torch::full({1}, 1e-30f) * 1e-10f).item<float>(), 0.0f);
 }
 
 }  // namespace

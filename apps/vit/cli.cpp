@@ -34,6 +34,7 @@ void apply_common_options(const CommonOptions& options, const Config* config) {
   const int threads =
       set_threads(options.threads > 0 || !config ? options.threads : config->threads);
   spdlog::debug("LibTorch uses {} threads", threads);
+  flush_subnormals_to_zero();
   if (options.seed) {
     seed_everything(*options.seed);
   } else if (config) {

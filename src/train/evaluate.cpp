@@ -35,10 +35,11 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, i
   r.predictions = predictions.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(predictions);
   r.labels = labels.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(labels);
   r.count = r.labels.size(0);
-  if (r.count > 0 && r.labels.max().item<int64_t>() >= num_classes)
+  const int64_t max_label = r.count > 0 ? r.labels.max().item<int64_t>() : -1;
+  if (max_label >= num_classes)
     throw Error(
         fmt::format("the data has labels up to {} but the model has {} classes (model.num_classes)",
-                    r.labels.max().item<int64_t>(), num_classes));
+                    max_label, num_classes));
   r.confusion = torch::bincount(r.labels * num_classes + r.predictions, /*weights=*/{},
                                 /*minlength=*/num_classes * num_classes)
                     .reshape({num_classes, num_classes});  // (K, K)

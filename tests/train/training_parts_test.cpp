@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
 #include "synthetic.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 #include "vit/model/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/early_stopping.hpp"
+#include "vit/train/evaluate.hpp"
 #include "vit/train/lr_schedule.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/optimizer.hpp"
@@ -113,25 +115,18 @@ TEST(AtomicWrite, AFullDiskIsAnErrorNamingTheFile) {
 }
 
 TEST(Optimizer, WeightDecayOnlyOnWeightMatrices) {
-  ModelConfig m;
-  m.image_size = 8;
-  m.patch_size = 4;
-  m.dim = 8;
-  m.depth = 2;
-  m.heads = 2;
-  m.mlp_dim = 16;
-  VisionTransformer model(m);
+  VisionTransformer model(testing::texture_config().model);  // one block
   for (const std::string optimizer : {"adamw", "sgd"}) {
     TrainConfig t;
     t.optimizer = optimizer;
     t.weight_decay = 0.07;
     const auto opt = make_optimizer(model, t);
     ASSERT_EQ(opt->param_groups().size(), 2u);
-    // The patch projection, per block qkv, proj, fc1 and fc2, and the head.
-    EXPECT_EQ(opt->param_groups()[0].params().size(), 1u + 2 * 4 + 1) << optimizer;
-    // Everything else: the conv bias, cls_token, pos_embed, per block 2 norms x 2,
-    // 4 biases, the final norm x 2 and the head bias.
-    EXPECT_EQ(opt->param_groups()[1].params().size(), 1u + 2 + 2 * 8 + 2 + 1) << optimizer;
+    // The patch projection, the block's qkv, proj, fc1 and fc2, and the head.
+    EXPECT_EQ(opt->param_groups()[0].params().size(), 1u + 4 + 1) << optimizer;
+    // Everything else: the conv bias, cls_token, pos_embed, the block's 2 norms x 2
+    // and 4 biases, the final norm x 2 and the head bias.
+    EXPECT_EQ(opt->param_groups()[1].params().size(), 1u + 2 + 8 + 2 + 1) << optimizer;
     const auto decay_of = [&](size_t group) {
       const auto& options = opt->param_groups()[group].options();
       return optimizer == "sgd"
@@ -259,6 +254,15 @@ TEST(MetricsLog, ResumeDropsRecordsAfterTheCheckpoint) {
   EXPECT_EQ(records[1].step, 20);
   EXPECT_DOUBLE_EQ(records[1].val_acc, 0.2);
   fs::remove_all(dir);
+}
+
+TEST(Evaluate, LabelsBeyondTheModelsClassesAreAClearError) {
+  const Config c = testing::texture_config();  // labels 0..3
+  VisionTransformer model(c.model);
+  const data::DataSplits splits = testing::texture_splits();
+  const data::BatchLoader loader(splits.val, data::loader_options(c, c10::kCPU, /*train=*/false));
+  EXPECT_EQ(testing::error_of([&] { evaluate(model, loader, /*num_classes=*/2, "fp32"); }),
+            "the data has labels up to 3 but the model has 2 classes (model.num_classes)");
 }
 
 TEST(RunDir, LatestResolvesToTheNewestRun) {
