@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
 #include "cmd_attn_distance.hpp"
@@ -29,7 +30,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& options) {
 }
 
 void apply_common_options(const CommonOptions& options, const Config* config) {
-  if (options.quiet) spdlog::set_level(spdlog::level::warn);
+  // --quiet quiets the terminal only: the logger keeps info, so a run's
+  // train.log (a sink added later) still records every validation.
+  if (options.quiet)
+    for (auto& sink : spdlog::default_logger()->sinks())
+      sink->set_level(spdlog::level::warn);
   if (options.verbose) spdlog::set_level(spdlog::level::debug);
   const int threads =
       set_threads(options.threads > 0 || !config ? options.threads : config->threads);

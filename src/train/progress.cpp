@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
 namespace vit {
@@ -14,6 +15,14 @@ std::string clock_text(double seconds) {
   const auto s = static_cast<int64_t>(seconds + 0.5);
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
                    : fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+// False under --quiet, which raises the terminal sink (the logger's first) to
+// warnings.
+bool terminal_shows_info() {
+  const auto& logger = spdlog::default_logger();
+  return logger->should_log(spdlog::level::info) &&
+         (logger->sinks().empty() || logger->sinks().front()->should_log(spdlog::level::info));
 }
 
 }  // namespace
@@ -50,7 +59,7 @@ std::string Progress::line(int64_t step_in_epoch, double loss, double images_per
 
 void Progress::update(int64_t step_in_epoch, double loss, double images_per_sec, double lr) {
   const auto now = std::chrono::steady_clock::now();
-  if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;  // --quiet
+  if (!terminal_shows_info()) return;
   if (interactive_) {
     // Redrawing every step would cost more than a small model's step.
     if (step_in_epoch != steps_ && now - last_print_ < std::chrono::milliseconds(200)) return;

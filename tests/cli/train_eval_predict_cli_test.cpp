@@ -3,6 +3,7 @@
 // which must agree image by image.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -76,6 +77,14 @@ TEST_F(TrainEvalPredict, TrainWritesTheRunFolderAndPointsLatestAtIt) {
   EXPECT_EQ(summary["stop_reason"], "epochs done");
   EXPECT_EQ(summary["steps"], 2 * 5);  // 80 training images after the 20 held out, batch 16
   EXPECT_EQ(summary["test_images"], 10);
+  // -q quiets the terminal, not the run's own log.
+  const auto log = testing::read_lines(run / "train.log");
+  const auto validations = std::count_if(log.begin(), log.end(), [](const std::string& line) {
+    return line.find("| val loss") != std::string::npos;
+  });
+  EXPECT_EQ(validations, 2);
+  for (const auto& line : testing::read_lines(dir_ / "train.err"))
+    EXPECT_EQ(line.find("val loss"), std::string::npos) << line;
 }
 
 TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
