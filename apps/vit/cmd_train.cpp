@@ -107,8 +107,9 @@ int run_train(const TrainOptions& o) {
   fs::create_directories(run_dir);
   log_to_file(run_dir + "/train.log");
   write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
-  spdlog::info("run {} on {} ({} threads), precision {}", run_dir, device.str(),
-               at::get_num_threads(), config.train.precision);
+  const int threads = at::get_num_threads();
+  spdlog::info("run {} on {} ({} thread{}), precision {}", run_dir, device.str(), threads,
+               threads == 1 ? "" : "s", config.train.precision);
 
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();
