@@ -191,6 +191,8 @@ TEST_F(Export, BadClassNamesInTheMetadataAreRefused) {
 
 TEST_F(Export, BadPathsFailClearlyAndLeaveNothingBehind) {
   const std::string pt = save_pt();
+  EXPECT_EQ(error_of({"--checkpoint", pt, "--out", path("m.safetensors"), "--device", "tpu"}),
+            "--device 'tpu': expected auto | cpu | cuda | cuda:N");
   EXPECT_EQ(error_of({"--checkpoint", pt, "--out", path("model.bin")}),
             path("model.bin") +
                 ": --out must end in .safetensors (vit export writes the safetensors format)");

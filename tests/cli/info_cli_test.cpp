@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 #include "vit/model/safetensors.hpp"
 #include "vit/model/weights.hpp"
@@ -38,6 +39,23 @@ nlohmann::json info_json(std::vector<std::string> args) {
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(status, 0);
   return nlohmann::json::parse(out);
+}
+
+// info runs no model, but checks --device like every other command.
+TEST(Info, ChecksTheDevice) {
+  const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/fashion-mnist.json";
+  EXPECT_EQ(testing::error_of([&] {
+              info_json({"--config", config, "--device", "tpu"});
+            }),
+            "--device 'tpu': expected auto | cpu | cuda | cuda:N");
+  EXPECT_EQ(info_json({"--config", config, "--device", "cpu"})["parameters"],
+            count_parameters(load_config(config).model));
+  if (torch::cuda::is_available()) GTEST_SKIP() << "CUDA is available here";
+  EXPECT_EQ(testing::error_of([&] {
+              info_json({"--config", config, "--device", "cuda"});
+            }),
+            "--device cuda: CUDA is not available (this LibTorch build or machine has no GPU); "
+            "use --device cpu");
 }
 
 TEST(Info, TheImageNetPresetMatchesTimmVitBasePatch16) {
