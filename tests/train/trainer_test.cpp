@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "error_of.hpp"
 #include "synthetic.hpp"
 #include "vit/error.hpp"
 #include "vit/train/checkpoint.hpp"
@@ -177,6 +178,44 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithTheStep) {
         e.what(),
         "training loss is nan at step 1 (epoch 1); stopping. No checkpoint was written before it");
   }
+}
+
+// A step with an absurd learning rate leaves finite gradients but broken
+// weights: the training loss of that step was finite, so the validation right
+// after it is what must stop the run, before the weights reach a checkpoint.
+Config exploding_config() {
+  Config c = testing::texture_config();
+  c.train.lr = 1e30;
+  c.train.warmup_epochs = 0;
+  c.train.validate_every = 1;
+  return c;
+}
+
+TEST_F(TrainerTest, NonFiniteValidationLossStopsBeforeAnyCheckpoint) {
+  Trainer trainer(exploding_config(), testing::texture_splits(), c10::kCPU, run("v"));
+  EXPECT_EQ(testing::error_of([&] { trainer.fit(); }),
+            "validation loss is nan at step 1 (epoch 1); stopping. No checkpoint was written "
+            "before it");
+  EXPECT_FALSE(fs::exists(run("v") + "/best.pt"));
+  EXPECT_FALSE(fs::exists(run("v") + "/last.pt"));
+}
+
+TEST_F(TrainerTest, NonFiniteValidationLossKeepsTheLastGoodCheckpoint) {
+  {
+    Trainer first(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("k"));
+    request_stop();  // stops after step 1 with a good last.pt
+    ASSERT_EQ(first.fit().stop_reason, "interrupted");
+    clear_stop_request();
+  }
+  const auto last = run("k") + "/last.pt";
+  const auto before = fs::last_write_time(last);
+  Trainer resumed(exploding_config(), testing::texture_splits(), c10::kCPU, run("k"), last);
+  EXPECT_EQ(
+      testing::error_of([&] { resumed.fit(); }),
+      "validation loss is nan at step 2 (epoch 1); stopping. The last good checkpoint is " + last);
+  EXPECT_EQ(fs::last_write_time(last), before);
+  const auto records = MetricsLog::read(run("k") + "/metrics.jsonl");
+  EXPECT_TRUE(records.empty());  // the broken validation was not recorded either
 }
 
 TEST_F(TrainerTest, RejectsADatasetThatDoesNotFitTheModel) {
