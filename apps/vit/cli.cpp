@@ -36,6 +36,10 @@ void apply_common_options(const CommonOptions& options, const Config* config) {
     for (auto& sink : spdlog::default_logger()->sinks())
       sink->set_level(spdlog::level::warn);
   if (options.verbose) spdlog::set_level(spdlog::level::debug);
+  // Every command checks an explicit --device, even one that computes on the
+  // CPU only (info, export); the ones that run a model resolve it again,
+  // with the config's device, through chosen_device().
+  if (options.device != "auto") resolve_device(options.device);
   const int threads =
       set_threads(options.threads > 0 || !config ? options.threads : config->threads);
   spdlog::debug("LibTorch uses {} threads", threads);

@@ -24,9 +24,6 @@ void check_out_path(const std::string& out) {
 
 int run_export(const ExportOptions& o) {
   apply_common_options(o.common);
-  // Export reads and writes on the CPU, but a --device that no other command
-  // would accept is an error here too.
-  chosen_device(o.common);
   check_out_path(o.out);
   spdlog::info("using checkpoint {}", o.checkpoint);
   const LoadedModel loaded = load_model(o.checkpoint, o.config);

@@ -82,9 +82,6 @@ Described describe_source(const InfoOptions& o) {
 
 int run_info(const InfoOptions& o) {
   apply_common_options(o.common);
-  // Nothing here runs a model, but a --device that no other command would
-  // accept is an error here too.
-  chosen_device(o.common);
   const Described d = describe_source(o);
   if (o.json) {
     nlohmann::json out = describe(d.config);

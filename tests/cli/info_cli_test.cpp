@@ -41,7 +41,8 @@ nlohmann::json info_json(std::vector<std::string> args) {
   return nlohmann::json::parse(out);
 }
 
-// info runs no model, but checks --device like every other command.
+// info runs no model, but checks --device like every other command
+// (apply_common_options does it for all of them).
 TEST(Info, ChecksTheDevice) {
   const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/fashion-mnist.json";
   EXPECT_EQ(testing::error_of([&] {
