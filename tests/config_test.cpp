@@ -6,10 +6,9 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
-#include "error_of.hpp"
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 #include "vit_test_paths.hpp"
 

@@ -3,7 +3,6 @@
 #include <string>
 
 #include <gtest/gtest.h>
-
 #include <torch/torch.h>
 
 #include "error_of.hpp"

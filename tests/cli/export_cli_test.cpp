@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 #include "vit/model/checkpoint.hpp"
 #include "vit/model/safetensors.hpp"
@@ -80,21 +81,11 @@ int run_export(const std::vector<std::string>& args) {
 }
 
 std::string error_of(const std::vector<std::string>& args) {
-  try {
-    run_export(args);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::error_of([&] { run_export(args); });
 }
 
 std::string load_error(const std::string& file, const std::optional<std::string>& config = {}) {
-  try {
-    load_model(file, config);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::error_of([&] { load_model(file, config); });
 }
 
 std::string file_bytes(const std::string& path) {

@@ -83,6 +83,9 @@ TEST_F(TrainEvalPredict, TrainWritesTheRunFolderAndPointsLatestAtIt) {
     return line.find("| val loss") != std::string::npos;
   });
   EXPECT_EQ(validations, 2);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.front().find(" on cpu (1 thread), precision bf16"), std::string::npos)
+      << log.front();
   for (const auto& line : testing::read_lines(dir_ / "train.err"))
     EXPECT_EQ(line.find("val loss"), std::string::npos) << line;
 }

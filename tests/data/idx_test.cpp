@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 
 namespace fs = std::filesystem;
@@ -53,14 +54,7 @@ class IdxTest : public ::testing::Test {
     write(prefix + "-images-idx3-ubyte" + ext, idx_bytes(2051, {2, 2, 3}, kPixels), gzip);
     write(prefix + "-labels-idx1-ubyte" + ext, idx_bytes(2049, {2}, {7, 0}), gzip);
   }
-  std::string error_of(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const vit::Error& e) {
-      return e.what();
-    }
-    return "no error";
-  }
+  static std::string error_of(const std::function<void()>& f) { return vit::testing::error_of(f); }
   fs::path root_;
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 #include "vit_test_paths.hpp"
 
@@ -38,12 +39,7 @@ class LoadDataTest : public ::testing::Test {
     }
   }
   std::string error_of_load() {
-    try {
-      vit::data::load_data(config_);
-    } catch (const vit::Error& e) {
-      return e.what();
-    }
-    return "no error";
+    return vit::testing::error_of([&] { vit::data::load_data(config_); });
   }
   fs::path root_;
   vit::Config config_;

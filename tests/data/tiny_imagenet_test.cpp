@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 
 namespace fs = std::filesystem;
@@ -64,12 +65,7 @@ class TinyImageNetTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   std::string error_of_load() {
-    try {
-      vit::data::load_tiny_imagenet(root_, options_);
-    } catch (const vit::Error& e) {
-      return e.what();
-    }
-    return "no error";
+    return vit::testing::error_of([&] { vit::data::load_tiny_imagenet(root_, options_); });
   }
   fs::path cache_file() const { return root_ / ".vit-cache-tiny-imagenet-200.bin"; }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
@@ -61,12 +62,8 @@ std::vector<uint8_t> raw_file(const std::string& header, size_t data_bytes, uint
 }
 
 std::string error_of(const std::vector<uint8_t>& bytes) {
-  try {
-    parse_safetensors(bytes.data(), bytes.size(), "bad.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::error_of(
+      [&] { parse_safetensors(bytes.data(), bytes.size(), "bad.safetensors"); });
 }
 
 TEST(SafetensorsDtype, MapsNamesBothWays) {

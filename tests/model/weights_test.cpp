@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
@@ -39,12 +40,7 @@ torch::Tensor fixed_images() {
 }
 
 std::string load_error(VisionTransformer& model, const TensorMap& state) {
-  try {
-    load_weights(model, state, "w.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::error_of([&] { load_weights(model, state, "w.safetensors"); });
 }
 
 class WeightsTest : public ::testing::Test {
