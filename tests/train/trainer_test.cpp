@@ -180,6 +180,25 @@ TEST_F(TrainerTest, NonFiniteLossStopsWithTheStep) {
   }
 }
 
+// A final LayerNorm scale of 1e21 keeps the logits (~1e20) and so the loss
+// finite, but the head's gradient (~1e21 per entry) overflows the fp32 sum of
+// squares behind the global norm: the clip sees an infinite norm, and the
+// optimizer must not take the step.
+TEST_F(TrainerTest, InfiniteGradientNormStopsBeforeTheOptimizerStep) {
+  Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("g"));
+  torch::Tensor head_before;
+  {
+    torch::NoGradGuard no_grad;
+    trainer.model()->norm->weight.fill_(1e21);
+    head_before = trainer.model()->head->weight.clone();
+  }
+  EXPECT_EQ(testing::error_of([&] { trainer.fit(); }),
+            "gradient norm is inf at step 1 (epoch 1); stopping. No checkpoint was written "
+            "before it");
+  EXPECT_TRUE(torch::equal(trainer.model()->head->weight, head_before));
+  EXPECT_FALSE(fs::exists(run("g") + "/last.pt"));
+}
+
 // A step with an absurd learning rate leaves finite gradients but broken
 // weights: the training loss of that step was finite, so the validation right
 // after it is what must stop the run, before the weights reach a checkpoint.
