@@ -117,11 +117,11 @@ int run_train(const TrainOptions& o) {
   TrainSummary summary;
   try {
     summary = trainer.fit();
+    draw_curves(run_dir);
   } catch (...) {
     point_latest_at_run(run_dir);
     throw;
   }
-  draw_curves(run_dir);
   log_summary(summary, run_dir);
   point_latest_at_run(run_dir);
   return summary.stop_reason == "interrupted" ? 130 : 0;

@@ -102,6 +102,29 @@ TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
   EXPECT_EQ(testing::read_lines(run / "metrics.jsonl").size(), 2u);  // no records were added
 }
 
+// A folder named curves.png makes the last step of a finished run fail: the
+// command must say so and exit non-zero, and runs/latest must still lead to
+// the run's checkpoints. Its own working folder keeps the suite's link as it is.
+TEST_F(TrainEvalPredict, AnErrorAfterTrainingStillPointsLatestAtTheRun) {
+  ASSERT_EQ(train_status_, 0);
+  const fs::path work = dir_ / "failing";
+  const fs::path run = work / "runs" / "blocked-curves";
+  fs::create_directories(run / "curves.png");
+  const std::string command = "cd '" + work.string() + "' && '" + VIT_BINARY +
+                              "' train --config ../blocks.json --out runs/blocked-curves " +
+                              "--set train.epochs=1 --device cpu --threads 1 -q 2> train.err";
+  EXPECT_NE(std::system(command.c_str()), 0);
+  const auto errors = testing::read_lines(work / "train.err");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("runs/blocked-curves/curves.png: cannot open for writing"),
+            std::string::npos)
+      << errors[0];
+  ASSERT_TRUE(fs::is_symlink(work / "runs" / "latest"));
+  EXPECT_EQ(fs::canonical(work / "runs" / "latest"), fs::canonical(run));
+  EXPECT_TRUE(fs::is_regular_file(run / "best.pt"));
+  EXPECT_EQ(read_json(run / "summary.json")["stop_reason"], "epochs done");
+}
+
 TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
   ASSERT_EQ(train_status_, 0);
   const std::string best = (fs::canonical(dir_ / "runs" / "latest") / "best.pt").string();
