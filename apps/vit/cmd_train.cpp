@@ -59,7 +59,7 @@ void point_latest_at_run(const std::string& run_dir) {
   try {
     point_latest_at(run_dir);
   } catch (const Error& e) {
-    spdlog::warn("{}", e.what());
+    spdlog::warn("runs/latest not updated: {}", e.what());
   }
 }
 

@@ -102,19 +102,31 @@ TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
   EXPECT_EQ(testing::read_lines(run / "metrics.jsonl").size(), 2u);  // no records were added
 }
 
+// One epoch of blocks.json as a process in `work` (a folder of its own, so the
+// suite's runs/latest stays as it is) into --out `out`: the exit status and
+// what the command wrote to stderr.
+struct Finished {
+  int status;
+  std::vector<std::string> stderr_lines;
+};
+Finished train_one_epoch_in(const fs::path& work, const std::string& out) {
+  const std::string command = "cd '" + work.string() + "' && '" + VIT_BINARY +
+                              "' train --config ../blocks.json --out " + out +
+                              " --set train.epochs=1 --device cpu --threads 1 -q 2> train.err";
+  const int status = std::system(command.c_str());
+  return {status, testing::read_lines(work / "train.err")};
+}
+
 // A folder named curves.png makes the last step of a finished run fail: the
 // command must say so and exit non-zero, and runs/latest must still lead to
-// the run's checkpoints. Its own working folder keeps the suite's link as it is.
+// the run's checkpoints.
 TEST_F(TrainEvalPredict, AnErrorAfterTrainingStillPointsLatestAtTheRun) {
   ASSERT_EQ(train_status_, 0);
   const fs::path work = dir_ / "failing";
   const fs::path run = work / "runs" / "blocked-curves";
   fs::create_directories(run / "curves.png");
-  const std::string command = "cd '" + work.string() + "' && '" + VIT_BINARY +
-                              "' train --config ../blocks.json --out runs/blocked-curves " +
-                              "--set train.epochs=1 --device cpu --threads 1 -q 2> train.err";
-  EXPECT_NE(std::system(command.c_str()), 0);
-  const auto errors = testing::read_lines(work / "train.err");
+  const auto [status, errors] = train_one_epoch_in(work, "runs/blocked-curves");
+  EXPECT_NE(status, 0);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("runs/blocked-curves/curves.png: cannot open for writing"),
             std::string::npos)
@@ -123,6 +135,23 @@ TEST_F(TrainEvalPredict, AnErrorAfterTrainingStillPointsLatestAtTheRun) {
   EXPECT_EQ(fs::canonical(work / "runs" / "latest"), fs::canonical(run));
   EXPECT_TRUE(fs::is_regular_file(run / "best.pt"));
   EXPECT_EQ(read_json(run / "summary.json")["stop_reason"], "epochs done");
+}
+
+// The run's results are on disk before the link is written, so a link that
+// cannot be written (here `runs` is a file) is a warning, not a failed run.
+TEST_F(TrainEvalPredict, ALinkThatCannotBeWrittenIsAWarning) {
+  ASSERT_EQ(train_status_, 0);
+  const fs::path work = dir_ / "no-runs-folder";
+  fs::create_directories(work);
+  std::ofstream(work / "runs") << "not a folder\n";
+  const auto [status, warnings] = train_one_epoch_in(work, "elsewhere");
+  ASSERT_EQ(status, 0) << "see " << (work / "train.err");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("runs/latest not updated: runs: cannot create folder ("),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(fs::is_regular_file(work / "elsewhere" / "best.pt"));
+  EXPECT_TRUE(fs::is_regular_file(work / "runs"));  // left as it was
 }
 
 TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
