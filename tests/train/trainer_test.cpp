@@ -13,6 +13,7 @@
 #include "vit/error.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/metrics_log.hpp"
+#include "vit/train/optimizer.hpp"
 #include "vit/train/stop_signal.hpp"
 
 namespace vit {
@@ -120,6 +121,46 @@ TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
     EXPECT_NEAR(a[i].train_loss, b[i].train_loss, 1e-6) << "validation " << i;
     EXPECT_DOUBLE_EQ(a[i].train_acc, b[i].train_acc) << "validation " << i;
   }
+}
+
+// A checkpoint written before checkpoints carried the run time (elapsed 0):
+// the resumed run continues the count that metrics.jsonl recorded up to the
+// checkpoint's step, instead of starting again from zero.
+TEST_F(TrainerTest, ResumingAnOldCheckpointContinuesTheRecordedRunTime) {
+  Config c = testing::texture_config();
+  c.train.epochs = 1;
+  c.train.validate_every = 1;
+  {
+    Trainer first(c, testing::texture_splits(), c10::kCPU, run("old"));
+    request_stop();  // stops after step 1 and its validation
+    ASSERT_EQ(first.fit().stop_reason, "interrupted");
+    clear_stop_request();
+  }
+  const auto last = run("old") + "/last.pt";
+  {
+    VisionTransformer model(c.model);
+    auto optimizer = make_optimizer(model, c.train);
+    CheckpointMeta meta = restore_training_checkpoint(last, model, *optimizer);
+    ASSERT_EQ(meta.step, 1);
+    ASSERT_GT(meta.elapsed_s, 0.0);
+    meta.elapsed_s = 0;
+    save_training_checkpoint(last, model, *optimizer, meta);
+  }
+  auto records = MetricsLog::read(run("old") + "/metrics.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  records[0].elapsed_s = 1000.0;  // as if the first session had taken that long
+  {
+    MetricsLog rewritten(run("old"), /*keep_up_to_step=*/-1);
+    rewritten.append(records[0]);
+  }
+
+  Trainer resumed(c, testing::texture_splits(), c10::kCPU, run("old"), last);
+  resumed.fit();
+  records = MetricsLog::read(run("old") + "/metrics.jsonl");
+  ASSERT_EQ(records.size(), 12u);  // one validation per step of the epoch
+  EXPECT_EQ(records[0].elapsed_s, 1000.0);
+  EXPECT_GT(records[1].elapsed_s, 1000.0);
+  EXPECT_LT(records[1].elapsed_s, 1000.0 + 60.0);
 }
 
 TEST_F(TrainerTest, ResumingAFinishedRunTrainsNoFurther) {
