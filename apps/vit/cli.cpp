@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
 #include "cmd_attn_distance.hpp"
@@ -14,6 +13,7 @@
 #include "cmd_rollout.hpp"
 #include "cmd_train.hpp"
 #include "vit/device.hpp"
+#include "vit/terminal_log.hpp"
 
 namespace vit::cli {
 
@@ -30,11 +30,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& options) {
 }
 
 void apply_common_options(const CommonOptions& options, const Config* config) {
-  // --quiet quiets the terminal only: the logger keeps info, so a run's
-  // train.log (a sink added later) still records every validation.
-  if (options.quiet)
-    for (auto& sink : spdlog::default_logger()->sinks())
-      sink->set_level(spdlog::level::warn);
+  // The logger keeps info, so a run's train.log still records every validation.
+  if (options.quiet) quiet_terminal();
   if (options.verbose) spdlog::set_level(spdlog::level::debug);
   // Every command checks an explicit --device, even one that computes on the
   // CPU only (info, export); the ones that run a model resolve it again,

@@ -5,8 +5,9 @@
 #include <cstdio>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
+
+#include "vit/terminal_log.hpp"
 
 namespace vit {
 namespace {
@@ -15,14 +16,6 @@ std::string clock_text(double seconds) {
   const auto s = static_cast<int64_t>(seconds + 0.5);
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
                    : fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
-// False under --quiet, which raises the terminal sink (the logger's first) to
-// warnings.
-bool terminal_shows_info() {
-  const auto& logger = spdlog::default_logger();
-  return logger->should_log(spdlog::level::info) &&
-         (logger->sinks().empty() || logger->sinks().front()->should_log(spdlog::level::info));
 }
 
 }  // namespace
