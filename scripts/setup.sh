@@ -1,33 +1,53 @@
 #!/usr/bin/env bash
 # Installs everything vit needs on Debian 12, from a bare machine: compiler,
-# CMake, LibTorch with OpenBLAS (OpenMP build), the header libraries, OpenCV,
-# GoogleTest and the Fashion-MNIST data. Idempotent and quiet when nothing is
-# missing; uses sudo when not root.
-#   scripts/setup.sh                 build + runtime dependencies
+# CMake, LibTorch, the header libraries, OpenCV, GoogleTest and the
+# Fashion-MNIST data. Idempotent and quiet when nothing is missing; uses sudo
+# when not root.
+#   scripts/setup.sh                 build + runtime dependencies, default LibTorch line
+#   scripts/setup.sh --torch pip     LibTorch 2.x: pip's torch (pinned) in a virtual
+#                                    environment under ~/.cache/vit (see torch_line.sh)
+#   scripts/setup.sh --torch debian  LibTorch 1.13: Debian's libtorch-dev with OpenBLAS
 #   scripts/setup.sh --python-check  also python3-torch, for the cross-check tests
+#   scripts/setup.sh --bench         also timm in the pip line's environment (benchmarks)
 set -euo pipefail
+here=$(dirname "$0")
+source "$here/torch_line.sh"
+
+line=$VIT_DEFAULT_TORCH
+optional=()
+bench=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --python-check) optional+=(python3-torch python3-numpy) ;;
+    --torch) [ $# -ge 2 ] || { echo "setup.sh: --torch needs a line (debian or pip)" >&2; exit 2; }
+             line=$2; shift ;;
+    --bench) bench=true ;;
+    *) echo "setup.sh: unknown option '$1' (known: --torch debian|pip, --python-check, --bench)" >&2
+       exit 2 ;;
+  esac
+  shift
+done
+torch_line_check "$line"
 
 packages=(
   g++ cmake ninja-build make pkg-config git ca-certificates
-  libtorch-dev libopenblas0-openmp
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libopencv-dev libgtest-dev zlib1g-dev
   dataset-fashion-mnist
 )
-optional=()
-for arg in "$@"; do
-  case "$arg" in
-    --python-check) optional+=(python3-torch python3-numpy) ;;
-    *) echo "setup.sh: unknown option '$arg' (known: --python-check)" >&2; exit 2 ;;
-  esac
-done
+if [ "$line" = debian ]; then
+  packages+=(libtorch-dev libopenblas0-openmp)
+else
+  packages+=(python3 python3-venv)
+fi
+$bench && packages+=(python3 python3-venv time python3-torch python3-numpy)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
 
 missing=()
 for p in "${packages[@]}" "${optional[@]}"; do installed "$p" || missing+=("$p"); done
 
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
   echo "setup.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -qq
@@ -45,13 +65,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
 fi
 
-# LibTorch links whatever libblas.so.3 is selected; the reference BLAS is ~20x
-# slower than OpenBLAS, so make sure the OpenMP OpenBLAS is the one in use.
+# Debian's LibTorch links whatever libblas.so.3 is selected; the reference
+# BLAS is ~20x slower than OpenBLAS, so make sure the OpenMP OpenBLAS is the
+# one in use.
 blas=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | awk '/^Value:/ {print $2}')
-if [ -n "$blas" ] && [[ "$blas" != *openblas-openmp* ]]; then
-  if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+if [ -n "$blas" ] && [[ "$blas" != *openblas-openmp* ]] &&
+   [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3 ]; then
   "${sudo[@]}" update-alternatives --quiet --set libblas.so.3-x86_64-linux-gnu \
     /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
   "${sudo[@]}" update-alternatives --quiet --set liblapack.so.3-x86_64-linux-gnu \
     /usr/lib/x86_64-linux-gnu/openblas-openmp/liblapack.so.3 || true
+fi
+
+# pip's torch wheel (about 900 MB, 5 GB installed with its CUDA libraries) goes
+# into a virtual environment that lives outside the checkout, so every clone
+# and every later run on this machine reuses it.
+venv_has() {  # PACKAGE VERSION
+  "$VIT_TORCH2_VENV/bin/python" -c "import importlib.metadata as m, sys; \
+sys.exit(m.version('$1').split('+')[0] != '$2')" 2>/dev/null
+}
+if [ "$line" = pip ] || $bench; then
+  if ! venv_has torch "$VIT_PIP_TORCH_VERSION"; then
+    echo "setup.sh: installing torch==$VIT_PIP_TORCH_VERSION from PyPI into $VIT_TORCH2_VENV"
+    python3 -m venv "$VIT_TORCH2_VENV"
+    "$VIT_TORCH2_VENV/bin/pip" install -q "torch==$VIT_PIP_TORCH_VERSION"
+  fi
+fi
+if $bench && ! "$VIT_TORCH2_VENV/bin/python" -c 'import timm' 2>/dev/null; then
+  echo "setup.sh: installing timm into $VIT_TORCH2_VENV"
+  "$VIT_TORCH2_VENV/bin/pip" install -q timm "torch==$VIT_PIP_TORCH_VERSION"
 fi

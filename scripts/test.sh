@@ -1,8 +1,41 @@
 #!/usr/bin/env bash
-# Sets everything up from a bare Debian 12, builds, and runs the whole test suite.
+# Sets everything up from a bare Debian 12, builds, and runs the whole test
+# suite on the default LibTorch line, then again on the other line (see
+# scripts/torch_line.sh): Debian's LibTorch 1.13 and pip's LibTorch 2.x (CUDA).
+# On CI (CI=true) both lines must pass. Elsewhere, when the other line's
+# pieces cannot be had (no CUDA toolkit, no PyPI), it is skipped with one line
+# saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/torch_line.sh
+
+run_suite() {  # LINE
+  echo "test.sh: the LibTorch $1 line ($(torch_line_build_dir "$1")/)"
+  (cd "$(torch_line_build_dir "$1")" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+}
+
+default=$VIT_DEFAULT_TORCH
+other=$(torch_line_other "$default")
 scripts/setup.sh --python-check
 scripts/build.sh
-cd build
-ctest --output-on-failure --timeout 900 -j "$(nproc)"
+run_suite "$default"
+
+reason=""
+if [ "$other" = pip ] && [ -z "$(torch_line_nvcc)" ]; then
+  reason="no CUDA toolkit (nvcc), which pip's LibTorch needs to build against"
+fi
+if [ -z "$reason" ]; then
+  log=$(mktemp)
+  scripts/setup.sh --torch "$other" >"$log" 2>&1 || reason="its setup failed: $(tail -n 1 "$log")"
+  rm -f "$log"
+fi
+if [ -n "$reason" ]; then
+  if [ "${CI:-}" = true ]; then
+    echo "test.sh: CI tests both LibTorch lines, and the $other line cannot be set up: $reason" >&2
+    exit 1
+  fi
+  echo "test.sh: skipped the LibTorch $other line: $reason (the $default line passed)"
+  exit 0
+fi
+scripts/build.sh --torch "$other"
+run_suite "$other"

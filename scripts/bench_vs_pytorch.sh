@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# vit against PyTorch on the same training job, interleaved, median of N runs.
+#
+# The job (issue 14): a ViT of 6 blocks x 192 wide, 3 heads, MLP 768, patch 4,
+# on 32-pixel CIFAR-10 records (4,160 train, 500 val), AdamW, label smoothing
+# 0.1, grad clip 1.0, reflect crop 4 + flip, one epoch. The records are
+# synthetic (the speed does not depend on their content), written once in the
+# official binary layout under $WORK.
+#
+# Contenders, each run as its own process, in turn, RUNS times:
+#   vit          ./build/vit train (or $VIT)
+#   loop         scripts/bench/pytorch_train.py on the PyTorch of vit's LibTorch
+#                line ($LOOP_PYTHON): Debian's python3-torch for a 1.13 build,
+#                the venv of scripts/setup.sh --torch2 for a 2.x build; the
+#                same attention as vit's training path (manual on 1.13, SDPA on 2.x)
+#   timm         timm's ViT, eager, on the newest pip torch ($TIMM_PYTHON)
+#   timm-compile the same under torch.compile
+#   vit@DIR      DIR/vit train, to compare builds (the LibTorch lines, say)
+# It prints the median train images/s, whole-process wall seconds and peak RSS
+# of each, and the first contender's ratio to each.
+#
+# Usage: scripts/bench_vs_pytorch.sh [SETTING...]   SETTING = precision/batch,
+#        default: bf16/128 fp32/128 fp32/16
+# Env:   VIT RUNS=3 THREADS=$(nproc) WORK=/tmp/vit-bench-vs-pytorch
+#        LOOP_PYTHON TIMM_PYTHON CONTENDERS="vit loop timm timm-compile"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VIT=${VIT:-build/vit}
+RUNS=${RUNS:-3}
+THREADS=${THREADS:-$(nproc)}
+WORK=${WORK:-/tmp/vit-bench-vs-pytorch}
+venv=${VIT_TORCH2_VENV:-$HOME/.cache/vit/torch-2.15.0}
+TIMM_PYTHON=${TIMM_PYTHON:-$venv/bin/python}
+CONTENDERS=${CONTENDERS:-"vit loop timm timm-compile"}
+settings=("$@")
+[ ${#settings[@]} -gt 0 ] || settings=(bf16/128 fp32/128 fp32/16)
+[[ -x $VIT ]] || { echo "bench_vs_pytorch: missing $VIT: run scripts/build.sh first" >&2; exit 1; }
+
+# The loop runs on the PyTorch of the LibTorch that vit links.
+if [ -z "${LOOP_PYTHON:-}" ]; then
+  if ldd "$VIT" | grep -q 'site-packages/torch'; then LOOP_PYTHON=$TIMM_PYTHON; loop_model=sdpa
+  else LOOP_PYTHON=/usr/bin/python3; loop_model=manual; fi
+fi
+loop_model=${loop_model:-$("$LOOP_PYTHON" -c 'import torch; print("sdpa" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "manual")')}
+
+data=$WORK/cifar-10-batches-bin
+if [[ ! -f $data/test_batch.bin ]]; then
+  mkdir -p "$data"
+  python3 - "$data" <<'PY'
+import os, sys
+rng = __import__("random").Random(0)
+for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+    with open(os.path.join(sys.argv[1], name), "wb") as f:
+        f.write(b"".join(bytes([i % 10]) + rng.randbytes(3072) for i in range(1000)))
+PY
+fi
+
+job_config() {  # precision batch -> a vit config for the job
+  cat > "$WORK/job-$1-$2.json" <<JSON
+{"name": "bench", "seed": 0,
+ "model": {"image_size": 32, "patch_size": 4, "channels": 3, "num_classes": 10,
+           "dim": 192, "depth": 6, "heads": 3, "mlp_dim": 768, "pool": "cls", "qkv_bias": true},
+ "data": {"dataset": "cifar10", "root": "$data", "val_size": 500, "limit_train": 4160,
+          "limit_test": 500, "augment": {"crop_padding": 4, "padding_mode": "reflect", "hflip": true}},
+ "train": {"batch_size": $2, "epochs": 1, "lr": 1e-3, "weight_decay": 0.05, "warmup_epochs": 1,
+           "label_smoothing": 0.1, "grad_clip": 1.0, "precision": "$1"}}
+JSON
+  echo "$WORK/job-$1-$2.json"
+}
+
+# run_one contender precision batch -> "img/s wall_s peak_mib" on stdout
+run_one() {
+  local who=$1 precision=$2 batch=$3 log=$WORK/last.log timing=$WORK/time.txt out
+  case $who in
+    vit | vit@*)
+      local binary=$VIT
+      [ "$who" = vit ] || binary=${who#vit@}/vit
+      out=$WORK/run
+      rm -rf "$out"
+      /usr/bin/time -f '%e %M' -o "$timing" "$binary" train --config "$(job_config "$precision" "$batch")" \
+        --out "$out" --threads "$THREADS" -q >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+      ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1) ;;
+    *)
+      local py=$TIMM_PYTHON model=timm extra=()
+      [ "$who" = loop ] && { py=$LOOP_PYTHON; model=$loop_model; }
+      [ "$who" = timm-compile ] && extra=(--compile)
+      /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/pytorch_train.py --root "$data" \
+        --model "$model" "${extra[@]}" --precision "$precision" --batch "$batch" \
+        --threads "$THREADS" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+      ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1) ;;
+  esac
+  read -r wall kib < "$timing"
+  echo "$ips $wall $((kib / 1024))"
+}
+
+median() { tr ' ' '\n' | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+
+# Latest run folder: vit train repoints runs/latest; put the user's link back.
+latest=$(readlink runs/latest 2>/dev/null || true)
+trap 'if [ -n "$latest" ]; then ln -sfn "$latest" runs/latest; else rm -f runs/latest; fi' EXIT
+
+echo "# $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $(date -u +%F)"
+echo "# vit: $VIT ($(ldd "$VIT" | grep -o '[^ ]*libtorch_cpu.so' | head -1))"
+echo "# loop: $LOOP_PYTHON ($("$LOOP_PYTHON" -c 'import torch; print(torch.__version__)'), $loop_model attention)"
+echo "# timm: $TIMM_PYTHON ($("$TIMM_PYTHON" -c 'import torch, timm; print(torch.__version__, "timm", timm.__version__)' 2>/dev/null || echo absent))"
+first=${CONTENDERS%% *}
+printf '%-10s %-16s %10s %8s %9s %14s %14s\n' setting contender "img/s" "wall s" "peak MiB" \
+  "first/it img/s" "it/first wall"
+for setting in "${settings[@]}"; do
+  precision=${setting%/*} batch=${setting#*/}
+  declare -A ips=() wall=() mib=()
+  for run in $(seq "$RUNS"); do
+    for who in $CONTENDERS; do
+      read -r i w m < <(run_one "$who" "$precision" "$batch")
+      ips[$who]+="$i " wall[$who]+="$w " mib[$who]+="$m "
+    done
+  done
+  first_ips=$(echo ${ips[$first]} | median) first_wall=$(echo ${wall[$first]} | median)
+  for who in $CONTENDERS; do
+    i=$(echo ${ips[$who]} | median) w=$(echo ${wall[$who]} | median) m=$(echo ${mib[$who]} | median)
+    printf '%-10s %-16s %10.0f %8.1f %9.0f %14.2f %14.2f   (img/s: %s)\n' "$setting" "$who" "$i" "$w" \
+      "$m" "$(awk -v a="$first_ips" -v b="$i" 'BEGIN {print a / b}')" \
+      "$(awk -v a="$w" -v b="$first_wall" 'BEGIN {print a / b}')" "${ips[$who]% }"
+  done
+  unset ips wall mib
+done
