@@ -80,3 +80,18 @@ function(vit_torch_libraries_from_one_install)
   endforeach()
   set(TORCH_LIBRARIES "${kept}" PARENT_SCOPE)
 endfunction()
+
+# A pip LibTorch loads the CUDA libraries its wheel ships (site-packages/
+# nvidia/*/lib, through its own RUNPATH). At link time, though, ld resolves
+# libtorch_cuda.so's dependencies through our executables' rpath first, which
+# holds the CUDA toolkit's folder: an older libnccl there fails the link with
+# "undefined reference to ncclCommGrow". vit_torch_wheel_link_paths() points
+# the link-time search (-rpath-link, which changes nothing at run time) at the
+# wheel's own libraries.
+function(vit_torch_wheel_link_paths)
+  file(GLOB wheel_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  foreach(dir IN LISTS wheel_lib_dirs)
+    get_filename_component(dir "${dir}" REALPATH)
+    add_link_options("LINKER:-rpath-link,${dir}")
+  endforeach()
+endfunction()

@@ -10,10 +10,11 @@
 # Contenders, each run as its own process, in turn, RUNS times:
 #   vit          ./build/vit train (or $VIT)
 #   loop         scripts/bench/pytorch_train.py on the PyTorch of vit's LibTorch
-#                line ($LOOP_PYTHON): Debian's python3-torch for a 1.13 build,
-#                the venv of scripts/setup.sh --torch2 for a 2.x build; the
-#                same attention as vit's training path (manual on 1.13, SDPA on 2.x)
-#   timm         timm's ViT, eager, on the newest pip torch ($TIMM_PYTHON)
+#                line: Debian's python3-torch for a 1.13 build, with explicit
+#                attention; pip's torch for a 2.x build, with SDPA (vit's
+#                training path on each line)
+#   loop-debian, loop-pip   the same loop on one line, whatever vit links
+#   timm         timm's ViT, eager, on pip's torch (the pip line's environment)
 #   timm-compile the same under torch.compile
 #   vit@DIR      DIR/vit train, to compare builds (the LibTorch lines, say)
 # It prints the median train images/s, whole-process wall seconds and peak RSS
@@ -22,7 +23,9 @@
 # Usage: scripts/bench_vs_pytorch.sh [SETTING...]   SETTING = precision/batch,
 #        default: bf16/128 fp32/128 fp32/16
 # Env:   VIT RUNS=3 THREADS=$(nproc) WORK=/tmp/vit-bench-vs-pytorch
-#        LOOP_PYTHON TIMM_PYTHON CONTENDERS="vit loop timm timm-compile"
+#        CONTENDERS="vit loop timm timm-compile"
+# Set up with scripts/setup.sh --bench (timm in the pip line's environment,
+# Debian's python3-torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VIT=${VIT:-build/vit}
@@ -30,18 +33,15 @@ RUNS=${RUNS:-3}
 THREADS=${THREADS:-$(nproc)}
 WORK=${WORK:-/tmp/vit-bench-vs-pytorch}
 venv=${VIT_TORCH2_VENV:-$HOME/.cache/vit/torch-2.15.0}
-TIMM_PYTHON=${TIMM_PYTHON:-$venv/bin/python}
+pip_python=$venv/bin/python
 CONTENDERS=${CONTENDERS:-"vit loop timm timm-compile"}
 settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(bf16/128 fp32/128 fp32/16)
 [[ -x $VIT ]] || { echo "bench_vs_pytorch: missing $VIT: run scripts/build.sh first" >&2; exit 1; }
 
-# The loop runs on the PyTorch of the LibTorch that vit links.
-if [ -z "${LOOP_PYTHON:-}" ]; then
-  if ldd "$VIT" | grep -q 'site-packages/torch'; then LOOP_PYTHON=$TIMM_PYTHON; loop_model=sdpa
-  else LOOP_PYTHON=/usr/bin/python3; loop_model=manual; fi
-fi
-loop_model=${loop_model:-$("$LOOP_PYTHON" -c 'import torch; print("sdpa" if hasattr(torch.nn.functional, "scaled_dot_product_attention") else "manual")')}
+# `loop` runs on the PyTorch of the LibTorch that vit links.
+vit_line=debian
+ldd "$VIT" | grep -q 'site-packages/torch' && vit_line=pip
 
 data=$WORK/cifar-10-batches-bin
 if [[ ! -f $data/test_batch.bin ]]; then
@@ -81,8 +81,10 @@ run_one() {
         --out "$out" --threads "$THREADS" -q >"$log" 2>&1 || { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1) ;;
     *)
-      local py=$TIMM_PYTHON model=timm extra=()
-      [ "$who" = loop ] && { py=$LOOP_PYTHON; model=$loop_model; }
+      local py=$pip_python model=timm extra=()
+      [ "$who" = loop ] && who=loop-$vit_line
+      [ "$who" = loop-debian ] && { py=/usr/bin/python3; model=manual; }
+      [ "$who" = loop-pip ] && model=sdpa
       [ "$who" = timm-compile ] && extra=(--compile)
       /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/pytorch_train.py --root "$data" \
         --model "$model" "${extra[@]}" --precision "$precision" --batch "$batch" \
@@ -100,9 +102,9 @@ latest=$(readlink runs/latest 2>/dev/null || true)
 trap 'if [ -n "$latest" ]; then ln -sfn "$latest" runs/latest; else rm -f runs/latest; fi' EXIT
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $(date -u +%F)"
-echo "# vit: $VIT ($(ldd "$VIT" | grep -o '[^ ]*libtorch_cpu.so' | head -1))"
-echo "# loop: $LOOP_PYTHON ($("$LOOP_PYTHON" -c 'import torch; print(torch.__version__)'), $loop_model attention)"
-echo "# timm: $TIMM_PYTHON ($("$TIMM_PYTHON" -c 'import torch, timm; print(torch.__version__, "timm", timm.__version__)' 2>/dev/null || echo absent))"
+echo "# vit: $VIT ($(ldd "$VIT" | awk '/libtorch_cpu/ {print $3}'))"
+echo "# Debian's PyTorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent)"
+echo "# pip's PyTorch: $("$pip_python" -c 'import torch, timm; print(torch.__version__, "timm", timm.__version__)' 2>/dev/null || echo absent)"
 first=${CONTENDERS%% *}
 printf '%-10s %-16s %10s %8s %9s %14s %14s\n' setting contender "img/s" "wall s" "peak MiB" \
   "first/it img/s" "it/first wall"
