@@ -19,6 +19,7 @@ Key letters: B batch, C channels, S image side, N tokens, D width, H heads,
 Dh head width.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -156,8 +157,9 @@ def main():
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
                                    {"params": plain, "weight_decay": 0.0}], lr=1e-3)
     step_model = torch.compile(model) if a.compile else model
-    dtype = torch.bfloat16 if a.precision == "bf16" else torch.float32
-    autocast = lambda: torch.autocast("cpu", dtype=dtype, enabled=a.precision == "bf16")
+    # PyTorch 1.13 refuses a float32 autocast even when disabled.
+    autocast = lambda: (torch.autocast("cpu", dtype=torch.bfloat16) if a.precision == "bf16" else
+                        contextlib.nullcontext())
 
     steps = len(train_x) // a.batch
     order = torch.randperm(len(train_x), generator=generator)
