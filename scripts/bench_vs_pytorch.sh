@@ -102,6 +102,7 @@ latest=$(readlink runs/latest 2>/dev/null || true)
 trap 'if [ -n "$latest" ]; then ln -sfn "$latest" runs/latest; else rm -f runs/latest; fi' EXIT
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $(date -u +%F)"
+echo "# OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-(unset: OpenBLAS picks its kernels)}"
 echo "# vit: $VIT ($(ldd "$VIT" | awk '/libtorch_cpu/ {print $3}'))"
 echo "# Debian's PyTorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent)"
 echo "# pip's PyTorch: $("$pip_python" -c 'import torch, timm; print(torch.__version__, "timm", timm.__version__)' 2>/dev/null || echo absent)"

@@ -12,6 +12,7 @@
 #include "cmd_predict.hpp"
 #include "cmd_rollout.hpp"
 #include "cmd_train.hpp"
+#include "vit/allocator.hpp"
 #include "vit/device.hpp"
 #include "vit/terminal_log.hpp"
 
@@ -41,6 +42,7 @@ void apply_common_options(const CommonOptions& options, const Config* config) {
       set_threads(options.threads > 0 || !config ? options.threads : config->threads);
   spdlog::debug("LibTorch uses {} threads", threads);
   flush_subnormals_to_zero();
+  reuse_freed_tensor_memory();
   if (options.seed) {
     seed_everything(*options.seed);
   } else if (config) {
