@@ -26,7 +26,7 @@ if [ "$line" = pip ]; then
   [ -x "$python" ] || { echo "build.sh: no pip LibTorch in $VIT_TORCH2_VENV; run scripts/setup.sh --torch pip" >&2; exit 1; }
   nvcc=$(torch_line_nvcc)
   [ -n "$nvcc" ] || { echo "build.sh: pip's LibTorch is built with CUDA and its CMake config needs the CUDA toolkit (nvcc), which is not installed" >&2; exit 1; }
-  export PATH=$(dirname "$nvcc"):$PATH
+  export PATH=$(dirname "$nvcc"):$PATH CUDACXX=$nvcc
   # The torch package folder itself, so CMake finds its libraries before any
   # other LibTorch on the system (Debian's libtorch-dev, for one).
   options+=(-DCMAKE_PREFIX_PATH="$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")

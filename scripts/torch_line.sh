@@ -18,7 +18,15 @@ torch_line_other() { [ "$1" = debian ] && echo pip || echo debian; }
 
 torch_line_build_dir() { [ "$1" = "$VIT_DEFAULT_TORCH" ] && echo build || echo "build-$1"; }
 
-# The CUDA toolkit's nvcc, which the pip LibTorch's CMake config needs; empty if absent.
+# The CUDA toolkit's nvcc, which the pip LibTorch's CMake config needs; empty
+# if there is none that runs. The toolkit's own folder comes first: an nvcc on
+# PATH may be a wrapper script, from which CMake cannot find the toolkit.
 torch_line_nvcc() {
-  command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
+  local candidate
+  for candidate in /usr/local/cuda/bin/nvcc "$(command -v nvcc 2>/dev/null)"; do
+    if [ -n "$candidate" ] && "$candidate" --version >/dev/null 2>&1; then
+      echo "$candidate"
+      return
+    fi
+  done
 }
