@@ -13,6 +13,7 @@
 #
 # vit_torch_without_fmt() runs after find_package(Torch) and updates the
 # imported targets and TORCH_INCLUDE_DIRS in the caller's scope.
+
 # Sets out_var to the list ARGN with the folder `from` (compared as real
 # paths, so either spelling of it matches) replaced by `to`.
 function(_vit_swap_include out_var from to)

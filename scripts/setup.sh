@@ -77,7 +77,7 @@ if [ -n "$blas" ] && [[ "$blas" != *openblas-openmp* ]] &&
     /usr/lib/x86_64-linux-gnu/openblas-openmp/liblapack.so.3 || true
 fi
 
-# pip's torch wheel (about 900 MB, 5 GB installed with its CUDA libraries) goes
+# pip's torch wheel (5.5 GB installed with its CUDA libraries) goes
 # into a virtual environment that lives outside the checkout, so every clone
 # and every later run on this machine reuses it.
 venv_has() {  # PACKAGE VERSION

@@ -8,8 +8,8 @@
 namespace vit {
 namespace {
 
-// Activation-sized tensors come from the heap and stay there when freed;
-// larger ones are still mapped, and given back, one by one.
+// Activation-sized tensors come from the heap, which keeps their memory when
+// they are freed; larger ones are still mapped one by one.
 TEST(Allocator, TensorsUpTo32MiBReuseTheHeap) {
   reuse_freed_tensor_memory();
   const size_t mapped_before = mallinfo2().hblkhd;

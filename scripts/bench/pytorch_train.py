@@ -21,7 +21,6 @@ Dh head width.
 import argparse
 import contextlib
 import json
-import math
 import os
 import resource
 import sys
