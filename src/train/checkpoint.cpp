@@ -33,11 +33,25 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& archive, const std::str
   return meta_from_json(meta.toStringRef(), path);
 }
 
+// Module::load would give each parameter the file's storage; the optimizer
+// holds the parameters as views of its flat buffer, so the values are read
+// into a fresh model and copied over instead.
+void load_weights_in_place(VisionTransformer& model, torch::serialize::InputArchive& archive) {
+  VisionTransformer stored(model->config());
+  stored->load(archive);
+  torch::NoGradGuard no_grad;
+  const auto from = stored->named_parameters();
+  for (auto& p : model->named_parameters())
+    p.value().copy_(from[p.key()]);
+  const auto buffers = stored->named_buffers();
+  for (auto& b : model->named_buffers())
+    b.value().copy_(buffers[b.key()]);
+}
+
 }  // namespace
 
 void save_training_checkpoint(const std::string& path, VisionTransformer& model,
-                              const torch::optim::Optimizer& optimizer,
-                              const CheckpointMeta& meta) {
+                              const Optimizer& optimizer, const CheckpointMeta& meta) {
   write_atomically(path, [&](const std::string& temp) {
     torch::serialize::OutputArchive archive;
     archive.write(kMetaKey, c10::IValue(meta_to_json(meta)));
@@ -80,7 +94,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
 }
 
 CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransformer& model,
-                                           torch::optim::Optimizer& optimizer) {
+                                           Optimizer& optimizer) {
   auto archive = open_archive(path);
   CheckpointMeta meta = read_meta(archive, path);
   const auto diffs = architecture_differences(model->config(), meta.config.model);
@@ -90,9 +104,9 @@ CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransf
   try {
     torch::serialize::InputArchive model_archive, optimizer_archive;
     archive.read(kModelKey, model_archive);
-    model->load(model_archive);
+    load_weights_in_place(model, model_archive);
     archive.read(kOptimizerKey, optimizer_archive);
-    optimizer.load(optimizer_archive);
+    optimizer.load(optimizer_archive, path);
     torch::Tensor rng_state;
     archive.read(kCpuRngKey, rng_state);
     auto generator = at::detail::getDefaultCPUGenerator();

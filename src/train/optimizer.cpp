@@ -1,42 +1,274 @@
 #include "vit/train/optimizer.hpp"
 
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+#include <unordered_map>
+
+#include <fmt/format.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "vit/error.hpp"
 
 namespace vit {
+namespace {
 
-bool decays(const std::string& name, const torch::Tensor& parameter) {
-  return parameter.dim() >= 2 && name != "cls_token" && name != "pos_embed";
+constexpr const char* kLayoutKey = "vit_layout";  // absent in torch::optim's own state
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(VisionTransformer& model,
-                                                        const TrainConfig& train) {
-  std::vector<torch::Tensor> decayed, plain;
-  for (const auto& p : model->named_parameters())
-    (decays(p.key(), p.value()) ? decayed : plain).push_back(p.value());
-  if (train.optimizer == "sgd") {
-    const auto options = [&](double wd) {
-      return std::make_unique<torch::optim::SGDOptions>(
-          torch::optim::SGDOptions(train.lr).momentum(train.momentum).weight_decay(wd));
-    };
-    return std::make_unique<torch::optim::SGD>(
-        std::vector<torch::optim::OptimizerParamGroup>{{decayed, options(train.weight_decay)},
-                                                       {plain, options(0.0)}},
-        torch::optim::SGDOptions(train.lr));
+// The key of a parameter's state in a torch::optim optimizer: its TensorImpl's
+// address, printed as text before LibTorch 2.x and the pointer itself since.
+template <typename TorchOptimizer>
+auto torch_state_key(const TorchOptimizer& optimizer, const at::Tensor& parameter) {
+  using Key = typename std::decay_t<decltype(optimizer.state())>::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;
+    text << parameter.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return Key(parameter.unsafeGetTensorImpl());
   }
-  const auto options = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(train.lr)
-                                                            .betas({train.betas[0], train.betas[1]})
-                                                            .weight_decay(wd));
-  };
-  return std::make_unique<torch::optim::AdamW>(
-      std::vector<torch::optim::OptimizerParamGroup>{{decayed, options(train.weight_decay)},
-                                                     {plain, options(0.0)}},
-      torch::optim::AdamWOptions(train.lr));
 }
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups())
-    group.options().set_lr(lr);
+}  // namespace
+
+Optimizer::Optimizer(std::vector<ParameterGroup> groups, const TrainConfig& train)
+    : groups_(std::move(groups)),
+      rule_(train.optimizer),
+      beta1_(train.betas.at(0)),
+      beta2_(train.betas.at(1)),
+      momentum_(train.momentum) {
+  if (rule_ != "adamw" && rule_ != "sgd")
+    throw Error("train.optimizer '" + rule_ + "': expected adamw | sgd");
+  lay_out_flat();
+  if (rule_ == "adamw") {
+    first_moment_ = torch::zeros_like(values_);
+    second_moment_ = torch::zeros_like(values_);
+    denominator_ = torch::empty_like(values_);
+  } else {
+    momentum_buffer_ = torch::zeros_like(values_);
+  }
+}
+
+void Optimizer::lay_out_flat() {
+  int64_t total = 0;
+  const at::Tensor* first = nullptr;
+  for (const auto& group : groups_) {
+    for (size_t i = 0; i < group.parameters.size(); ++i) {
+      const auto& p = group.parameters[i];
+      if (!first) first = &p;
+      if (p.scalar_type() != at::kFloat || p.device() != first->device())
+        throw Error(
+            fmt::format("parameter {} is {} on {}; the optimizer needs every parameter in "
+                        "fp32 on {}",
+                        group.names[i], c10::toString(p.scalar_type()), p.device().str(),
+                        first->device().str()));
+      total += p.numel();
+    }
+  }
+  if (!first) throw Error("the optimizer has no trainable parameters (all are frozen)");
+  const auto options = first->options().requires_grad(false);
+  values_ = torch::empty({total}, options);
+  gradients_ = torch::zeros({total}, options);
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (auto& group : groups_) {
+    const int64_t group_start = offset;
+    for (size_t i = 0; i < group.parameters.size(); ++i) {
+      auto& p = group.parameters[i];
+      const int64_t n = p.numel();
+      auto value = values_.narrow(0, offset, n).view(p.sizes());
+      value.copy_(p);
+      p.set_data(value);
+      p.mutable_grad() = gradients_.narrow(0, offset, n).view(p.sizes());
+      slots_.push_back({group.names[i], offset, n, p.data_ptr()});
+      offset += n;
+    }
+    group_ranges_.emplace_back(group_start, offset - group_start);
+  }
+}
+
+void Optimizer::check_parameters_in_place() const {
+  size_t k = 0;
+  for (const auto& group : groups_)
+    for (const auto& p : group.parameters) {
+      const Slot& slot = slots_[k++];
+      if (p.data_ptr() != slot.data ||
+          (p.grad().defined() &&
+           p.grad().data_ptr() != static_cast<const float*>(gradients_.data_ptr()) + slot.offset))
+        throw Error("parameter " + slot.name +
+                    " was replaced after the optimizer was built; change parameters in place");
+    }
+}
+
+at::Tensor Optimizer::group_slice(const at::Tensor& flat, size_t group) const {
+  return flat.narrow(0, group_ranges_[group].first, group_ranges_[group].second);
+}
+
+void Optimizer::zero_grad() {
+  gradients_.zero_();
+}
+
+double Optimizer::clip_gradient_norm(double max_norm) {
+  const double norm = gradients_.norm().item<double>();
+  const double coefficient = max_norm / (norm + 1e-6);  // torch's clip_grad_norm_
+  if (coefficient < 1.0) gradients_.mul_(coefficient);
+  return norm;
+}
+
+void Optimizer::step(double lr) {
+  check_parameters_in_place();
+  torch::NoGradGuard no_grad;
+  ++steps_;
+  if (rule_ == "adamw")
+    adamw_step(lr);
+  else
+    sgd_step(lr);
+}
+
+// torch.optim.AdamW (amsgrad off), with the moments updated for all groups at
+// once and only the decay and the update itself per group.
+void Optimizer::adamw_step(double lr) {
+  const double correction1 = 1.0 - std::pow(beta1_, double(steps_));
+  const double correction2 = 1.0 - std::pow(beta2_, double(steps_));
+  first_moment_.mul_(beta1_).add_(gradients_, 1.0 - beta1_);
+  second_moment_.mul_(beta2_).addcmul_(gradients_, gradients_, 1.0 - beta2_);
+  at::sqrt_out(denominator_, second_moment_).div_(std::sqrt(correction2)).add_(eps_);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const double group_lr = lr * groups_[g].lr_scale;
+    auto values = group_slice(values_, g);
+    if (groups_[g].weight_decay != 0) values.mul_(1.0 - group_lr * groups_[g].weight_decay);
+    values.addcdiv_(group_slice(first_moment_, g), group_slice(denominator_, g),
+                    -group_lr / correction1);
+  }
+}
+
+// torch.optim.SGD (no dampening, no Nesterov): weight decay adds to the
+// gradient, and the first step starts the momentum at the gradient.
+void Optimizer::sgd_step(double lr) {
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (groups_[g].weight_decay != 0)
+      group_slice(gradients_, g).add_(group_slice(values_, g), groups_[g].weight_decay);
+  if (steps_ == 1)
+    momentum_buffer_.copy_(gradients_);
+  else
+    momentum_buffer_.mul_(momentum_).add_(gradients_);
+  for (size_t g = 0; g < groups_.size(); ++g)
+    group_slice(values_, g).add_(group_slice(momentum_buffer_, g), -lr * groups_[g].lr_scale);
+}
+
+void Optimizer::save(torch::serialize::OutputArchive& archive) const {
+  nlohmann::json layout = {{"rule", rule_}, {"steps", steps_}};
+  for (const auto& slot : slots_)
+    layout["parameters"].push_back({slot.name, slot.numel});
+  archive.write(kLayoutKey, c10::IValue(layout.dump()));
+  const auto write = [&](const char* key, const at::Tensor& t) { archive.write(key, t.cpu()); };
+  if (rule_ == "adamw") {
+    write("first_moment", first_moment_);
+    write("second_moment", second_moment_);
+  } else {
+    write("momentum", momentum_buffer_);
+  }
+}
+
+void Optimizer::load(torch::serialize::InputArchive& archive, const std::string& source) {
+  c10::IValue layout_text;
+  if (!archive.try_read(kLayoutKey, layout_text)) return load_legacy(archive, source);
+  if (!layout_text.isString()) throw Error(source + ": damaged optimizer state (layout)");
+  nlohmann::json layout;
+  try {
+    layout = nlohmann::json::parse(layout_text.toStringRef());
+    if (layout.at("rule").get<std::string>() != rule_)
+      throw Error(fmt::format("{}: the optimizer state is {}'s, but train.optimizer is {}", source,
+                              layout.at("rule").get<std::string>(), rule_));
+    // Where each saved parameter's state starts, by name.
+    std::unordered_map<std::string, std::pair<int64_t, int64_t>> saved;
+    int64_t offset = 0;
+    for (const auto& entry : layout.at("parameters")) {
+      const auto numel = entry.at(1).get<int64_t>();
+      saved[entry.at(0).get<std::string>()] = {offset, numel};
+      offset += numel;
+    }
+    const auto read_into = [&](const char* key, at::Tensor& flat) {
+      at::Tensor stored;
+      archive.read(key, stored);
+      if (stored.dim() != 1 || stored.numel() != offset)
+        throw Error(fmt::format("{}: damaged optimizer state ('{}' has {} values, the layout {})",
+                                source, key, stored.numel(), offset));
+      for (const auto& slot : slots_) {
+        const auto found = saved.find(slot.name);
+        if (found == saved.end())
+          throw Error(source + ": the optimizer state has no entry for parameter " + slot.name);
+        if (found->second.second != slot.numel)
+          throw Error(fmt::format("{}: the optimizer state of {} has {} values, the parameter {}",
+                                  source, slot.name, found->second.second, slot.numel));
+        flat.narrow(0, slot.offset, slot.numel)
+            .copy_(stored.narrow(0, found->second.first, slot.numel));
+      }
+    };
+    if (rule_ == "adamw") {
+      read_into("first_moment", first_moment_);
+      read_into("second_moment", second_moment_);
+    } else {
+      read_into("momentum", momentum_buffer_);
+    }
+    steps_ = layout.at("steps").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(source + ": damaged optimizer state (" + e.what() + ")");
+  } catch (const c10::Error& e) {
+    throw Error(source + ": damaged optimizer state (" + first_line(e.what_without_backtrace()) +
+                ")");
+  }
+}
+
+// Checkpoints written before the flat optimizer hold torch::optim's state of
+// the same groups, keyed by each parameter's position. LibTorch's own reader
+// maps it onto our parameters; the moments are then copied into the slices.
+void Optimizer::load_legacy(torch::serialize::InputArchive& archive, const std::string& source) {
+  std::vector<torch::optim::OptimizerParamGroup> torch_groups;
+  for (const auto& group : groups_)
+    torch_groups.emplace_back(group.parameters);
+  const auto copy_state = [&](auto& legacy, auto&& copy_one) {
+    legacy.load(archive);
+    size_t k = 0;
+    for (const auto& group : groups_)
+      for (const auto& p : group.parameters) {
+        const Slot& slot = slots_[k++];
+        const auto found = legacy.state().find(torch_state_key(legacy, p));
+        if (found != legacy.state().end()) copy_one(*found->second, slot);
+      }
+  };
+  torch::NoGradGuard no_grad;
+  try {
+    if (rule_ == "adamw") {
+      torch::optim::AdamW legacy(torch_groups, torch::optim::AdamWOptions(1.0));
+      copy_state(legacy, [&](torch::optim::OptimizerParamState& state, const Slot& slot) {
+        const auto& adam = static_cast<const torch::optim::AdamWParamState&>(state);
+        first_moment_.narrow(0, slot.offset, slot.numel).copy_(adam.exp_avg().reshape(-1));
+        second_moment_.narrow(0, slot.offset, slot.numel).copy_(adam.exp_avg_sq().reshape(-1));
+        steps_ = adam.step();
+      });
+    } else {
+      torch::optim::SGD legacy(torch_groups, torch::optim::SGDOptions(1.0).momentum(momentum_));
+      copy_state(legacy, [&](torch::optim::OptimizerParamState& state, const Slot& slot) {
+        const auto& sgd = static_cast<const torch::optim::SGDParamState&>(state);
+        momentum_buffer_.narrow(0, slot.offset, slot.numel)
+            .copy_(sgd.momentum_buffer().reshape(-1));
+        steps_ = 1;  // the buffer has started
+      });
+    }
+  } catch (const c10::Error& e) {
+    throw Error(source + ": damaged optimizer state (" + first_line(e.what_without_backtrace()) +
+                ")");
+  }
+}
+
+std::unique_ptr<Optimizer> make_optimizer(VisionTransformer& model, const TrainConfig& train) {
+  return std::make_unique<Optimizer>(parameter_groups(model, train), train);
 }
 
 }  // namespace vit

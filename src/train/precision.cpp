@@ -56,16 +56,11 @@ AutocastScope::~AutocastScope() {
   if (!previous_enabled_) at::autocast::clear_cache();
 }
 
-bool LossScaler::unscale(const std::vector<at::Tensor>& parameters) {
+bool LossScaler::unscale(at::Tensor& gradients) {
   if (!enabled_) return true;
-  bool finite = true;
   torch::NoGradGuard no_grad;
-  for (const auto& p : parameters) {
-    if (!p.grad().defined()) continue;
-    p.grad().div_(scale_);
-    finite = finite && torch::isfinite(p.grad()).all().item<bool>();
-  }
-  return finite;
+  gradients.div_(scale_);
+  return torch::isfinite(gradients).all().item<bool>();
 }
 
 void LossScaler::update(bool step_was_finite) {

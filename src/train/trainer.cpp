@@ -95,7 +95,7 @@ bool Trainer::validation_due(int64_t step) const {
   return step % every == 0 || step == config_.train.epochs * steps_per_epoch_;
 }
 
-Trainer::StepResult Trainer::train_step(const data::Batch& batch) {
+Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
   model_->train();
   optimizer_->zero_grad();
   torch::Tensor logits;
@@ -114,16 +114,15 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch) {
   const double loss_value = loss.item<double>();
   if (!std::isfinite(loss_value)) stop_on_non_finite("training loss", loss_value, step_ + 1);
   scaler_.scale(loss).backward();
-  const auto parameters = model_->parameters();
-  const bool finite = scaler_.unscale(parameters);
+  const bool finite = scaler_.unscale(optimizer_->gradients());
   if (finite) {
     if (config_.train.grad_clip > 0) {
       // Without fp16's loss scaler, an infinite gradient behind a finite loss
       // would turn every weight into NaN in the optimizer step.
-      const double norm = torch::nn::utils::clip_grad_norm_(parameters, config_.train.grad_clip);
+      const double norm = optimizer_->clip_gradient_norm(config_.train.grad_clip);
       if (!std::isfinite(norm)) stop_on_non_finite("gradient norm", norm, step_ + 1);
     }
-    optimizer_->step();
+    optimizer_->step(lr);
   }
   scaler_.update(finite);
   const int64_t correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum().item<int64_t>();
@@ -184,8 +183,7 @@ TrainSummary Trainer::fit() {
       progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
     const auto step_start = Clock::now();
     const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
-    set_learning_rate(*optimizer_, lr);
-    const auto result = train_step(train_loader_->batch(epoch, in_epoch));
+    const auto result = train_step(train_loader_->batch(epoch, in_epoch), lr);
     ++step_;
     totals_.train_seconds += seconds_since(step_start);
     totals_.loss_sum += result.loss;

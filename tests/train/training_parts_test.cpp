@@ -2,8 +2,6 @@
 // checkpoints, metrics log and the runs/latest link.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <type_traits>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -31,20 +29,6 @@ fs::path fresh_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-// The key of a parameter's state in a LibTorch optimizer: its TensorImpl's
-// address, printed as text before LibTorch 2.x and the pointer itself since.
-template <typename Optimizer>
-auto optimizer_state_key(Optimizer& optimizer, const torch::Tensor& parameter) {
-  using Key = typename std::decay_t<decltype(optimizer.state())>::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream text;
-    text << parameter.unsafeGetTensorImpl();
-    return text.str();
-  } else {
-    return Key(parameter.unsafeGetTensorImpl());
-  }
 }
 
 TEST(LearningRate, WarmsUpLinearlyThenFollowsTheCosine) {
@@ -127,34 +111,6 @@ TEST(AtomicWrite, AFullDiskIsAnErrorNamingTheFile) {
             "cannot write /dev/full (No space left on device)");
 }
 
-TEST(Optimizer, WeightDecayOnlyOnWeightMatrices) {
-  VisionTransformer model(testing::texture_config().model);  // one block
-  for (const std::string optimizer : {"adamw", "sgd"}) {
-    TrainConfig t;
-    t.optimizer = optimizer;
-    t.weight_decay = 0.07;
-    const auto opt = make_optimizer(model, t);
-    ASSERT_EQ(opt->param_groups().size(), 2u);
-    // The patch projection, the block's qkv, proj, fc1 and fc2, and the head.
-    EXPECT_EQ(opt->param_groups()[0].params().size(), 1u + 4 + 1) << optimizer;
-    // Everything else: the conv bias, cls_token, pos_embed, the block's 2 norms x 2
-    // and 4 biases, the final norm x 2 and the head bias.
-    EXPECT_EQ(opt->param_groups()[1].params().size(), 1u + 2 + 8 + 2 + 1) << optimizer;
-    const auto decay_of = [&](size_t group) {
-      const auto& options = opt->param_groups()[group].options();
-      return optimizer == "sgd"
-                 ? static_cast<const torch::optim::SGDOptions&>(options).weight_decay()
-                 : static_cast<const torch::optim::AdamWOptions&>(options).weight_decay();
-    };
-    EXPECT_DOUBLE_EQ(decay_of(0), 0.07) << optimizer;
-    EXPECT_DOUBLE_EQ(decay_of(1), 0.0) << optimizer;
-  }
-  EXPECT_TRUE(decays("blocks.0.attn.qkv.weight", model->blocks[0]->as<Block>()->attn->qkv->weight));
-  EXPECT_FALSE(decays("pos_embed", model->pos_embed));
-  EXPECT_FALSE(decays("cls_token", model->cls_token));
-  EXPECT_FALSE(decays("norm.weight", model->norm->weight));
-}
-
 TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   const auto dir = fresh_dir("ckpt");
   const Config c = testing::texture_config();
@@ -164,7 +120,7 @@ TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   // One real step so the optimizer has state (AdamW's moments).
   auto loss = model->forward(torch::randn({4, 1, 8, 8})).sum();
   loss.backward();
-  optimizer->step();
+  optimizer->step(1e-3);
   CheckpointMeta meta;
   meta.config = c;
   meta.class_names = {"a", "b", "c", "d"};
@@ -187,23 +143,23 @@ TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   const auto a = model->named_parameters(), b = other->named_parameters();
   for (const auto& p : a)
     EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
-  const auto& state_a = optimizer->state();
-  const auto& state_b = other_optimizer->state();
-  ASSERT_EQ(state_a.size(), state_b.size());
-  const auto first = model->parameters()[0];
-  const auto& adam_a = static_cast<const torch::optim::AdamWParamState&>(
-      *state_a.at(optimizer_state_key(*optimizer, first)));
-  const auto& adam_b = static_cast<const torch::optim::AdamWParamState&>(
-      *state_b.at(optimizer_state_key(*other_optimizer, other->parameters()[0])));
-  EXPECT_EQ(adam_a.step(), 1);
-  EXPECT_EQ(adam_b.step(), 1);
-  EXPECT_TRUE(torch::equal(adam_a.exp_avg(), adam_b.exp_avg()));
-
-  LoadedModel loaded = load_model(path);  // the inference reader sees the same weights
-  const auto x = torch::randn({2, 1, 8, 8});
-  model->eval();
-  torch::NoGradGuard no_grad;
-  EXPECT_TRUE(torch::equal(loaded.model->forward(x), model->forward(x)));
+  {
+    LoadedModel loaded = load_model(path);  // the inference reader sees the same weights
+    const auto x = torch::randn({2, 1, 8, 8});
+    model->eval();
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::equal(loaded.model->forward(x), model->forward(x)));
+  }
+  // The optimizer state came back: one more identical step keeps the twins equal.
+  EXPECT_EQ(other_optimizer->steps(), 1);
+  for (auto* o : {optimizer.get(), other_optimizer.get()})
+    o->zero_grad();
+  model->forward(torch::ones({4, 1, 8, 8})).sum().backward();
+  other->forward(torch::ones({4, 1, 8, 8})).sum().backward();
+  optimizer->step(1e-3);
+  other_optimizer->step(1e-3);
+  for (const auto& p : a)
+    EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
   fs::remove_all(dir);
 }
 

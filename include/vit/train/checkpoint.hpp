@@ -4,22 +4,22 @@
 // atomically. model/checkpoint.hpp reads the model part for inference.
 #include <string>
 
-#include <torch/optim/optimizer.h>
-
 #include "vit/model/checkpoint.hpp"
+#include "vit/train/optimizer.hpp"
 
 namespace vit {
 
 void save_training_checkpoint(const std::string& path, VisionTransformer& model,
-                              const torch::optim::Optimizer& optimizer, const CheckpointMeta& meta);
+                              const Optimizer& optimizer, const CheckpointMeta& meta);
 
 // The metadata alone (config, step, ...), to rebuild the model before restoring.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
-// Restores the weights, the optimizer state and the CPU generator into objects
-// built from the checkpoint's own config. Throws if the architecture of
+// Restores the weights (in place, so the optimizer's flat buffers keep them),
+// the optimizer state and the CPU generator into objects built from the
+// checkpoint's own config. Throws if the architecture of
 // `model` differs from the checkpoint's.
 CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransformer& model,
-                                           torch::optim::Optimizer& optimizer);
+                                           Optimizer& optimizer);
 
 }  // namespace vit

@@ -1,21 +1,88 @@
 #pragma once
-// The optimizer, with weight decay on weight matrices only: biases, norms, the
-// class token and the position embedding are not decayed.
+// AdamW (decoupled weight decay, as torch.optim.AdamW) or SGD with momentum
+// (as torch.optim.SGD), over flat buffers.
+//
+// The optimizer moves every trainable parameter into one contiguous fp32
+// vector, and its gradient into another: each parameter becomes a view of its
+// slice, and autograd accumulates into the gradient slices in place. The
+// update, the gradient norm and the gradient scaling are then a few operators
+// over the whole vector, instead of a dozen per parameter tensor (the demo
+// model has 78), and an all-reduce can take the gradients in one piece.
+//
+// Once the optimizer is built, the model's parameters must keep their storage:
+// change their values in place (copy_), never by assignment or set_data. Each
+// step checks this and throws if a parameter was replaced.
 #include <memory>
+#include <string>
+#include <vector>
 
-#include <torch/optim/optimizer.h>
+#include <ATen/core/Tensor.h>
 
 #include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
+#include "vit/train/parameter_groups.hpp"
+
+namespace torch::serialize {
+class InputArchive;
+class OutputArchive;
+}  // namespace torch::serialize
 
 namespace vit {
 
-// True for parameters that get weight decay.
-bool decays(const std::string& name, const torch::Tensor& parameter);
+class Optimizer {
+ public:
+  // train.optimizer picks the rule; lr comes with each step. All parameters
+  // must be fp32 on one device.
+  Optimizer(std::vector<ParameterGroup> groups, const TrainConfig& train);
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(VisionTransformer& model,
-                                                        const TrainConfig& train);
+  // Sets every gradient to zero (autograd then accumulates into them).
+  void zero_grad();
+  // All gradients, one fp32 vector, group after group.
+  at::Tensor& gradients() { return gradients_; }
+  // The L2 norm of all gradients; if it exceeds max_norm, scales them to it,
+  // as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping.
+  double clip_gradient_norm(double max_norm);
+  // One update with learning rate `lr` (times each group's lr_scale).
+  void step(double lr);
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+  int64_t steps() const { return steps_; }
+  const std::vector<ParameterGroup>& groups() const { return groups_; }
+
+  // The state (moments or momentum, and the step count), by parameter name,
+  // so a run can resume with its groups laid out differently.
+  void save(torch::serialize::OutputArchive& archive) const;
+  // Throws vit::Error naming `source` if the state does not fit the model.
+  // Also reads the per-parameter state of torch::optim::AdamW/SGD, which
+  // checkpoints held before this optimizer.
+  void load(torch::serialize::InputArchive& archive, const std::string& source);
+
+ private:
+  struct Slot {  // where one parameter lives in the flat buffers
+    std::string name;
+    int64_t offset;
+    int64_t numel;
+    const void* data;  // the parameter's data pointer, to detect replacement
+  };
+  void lay_out_flat();
+  void check_parameters_in_place() const;
+  void adamw_step(double lr);
+  void sgd_step(double lr);
+  at::Tensor group_slice(const at::Tensor& flat, size_t group) const;
+  void load_legacy(torch::serialize::InputArchive& archive, const std::string& source);
+
+  std::vector<ParameterGroup> groups_;
+  std::string rule_;  // "adamw" | "sgd"
+  double beta1_, beta2_, momentum_;
+  double eps_ = 1e-8;
+  std::vector<Slot> slots_;
+  std::vector<std::pair<int64_t, int64_t>> group_ranges_;  // (offset, numel) per group
+  at::Tensor values_, gradients_;
+  at::Tensor first_moment_, second_moment_, denominator_;  // AdamW
+  at::Tensor momentum_buffer_;                             // SGD
+  int64_t steps_ = 0;
+};
+
+// The optimizer of train.optimizer over parameter_groups(model, train).
+std::unique_ptr<Optimizer> make_optimizer(VisionTransformer& model, const TrainConfig& train);
 
 }  // namespace vit

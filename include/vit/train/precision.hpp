@@ -30,8 +30,9 @@ class LossScaler {
  public:
   explicit LossScaler(bool enabled) : enabled_(enabled), scale_(enabled ? 65536.0 : 1.0) {}
   at::Tensor scale(const at::Tensor& loss) const { return enabled_ ? loss * scale_ : loss; }
-  // Divides the gradients by the scale; returns false when any is not finite.
-  bool unscale(const std::vector<at::Tensor>& parameters);
+  // Divides the gradients (the optimizer's flat vector) by the scale;
+  // returns false when any is not finite.
+  bool unscale(at::Tensor& gradients);
   void update(bool step_was_finite);
   double value() const { return scale_; }
 

@@ -17,11 +17,8 @@
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
+#include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
-
-namespace torch::optim {
-class Optimizer;
-}
 
 namespace vit {
 
@@ -57,7 +54,7 @@ class Trainer {
     int64_t correct;
     int64_t count;
   };
-  StepResult train_step(const data::Batch& batch);
+  StepResult train_step(const data::Batch& batch, double lr);
   bool validation_due(int64_t step) const;
   // Throws vit::Error naming the value, the step and the last good checkpoint.
   [[noreturn]] void stop_on_non_finite(const std::string& what, double value, int64_t step) const;
@@ -72,7 +69,7 @@ class Trainer {
   std::string run_dir_;
   std::optional<std::string> resume_;
   VisionTransformer model_{nullptr};
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
   LossScaler scaler_;
