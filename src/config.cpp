@@ -79,6 +79,12 @@ void for_each_field(C& c, F&& f) {
   f("train.validate_every", t.validate_every);
   f("train.precision", t.precision);
   f("train.log_every_s", t.log_every_s);
+  f("train.init", t.init);
+  f("train.init_strict", t.init_strict);
+  f("train.init_new_head", t.init_new_head);
+  f("train.freeze", t.freeze);
+  f("train.layer_decay", t.layer_decay);
+  f("train.head_lr_scale", t.head_lr_scale);
 
   auto& a = c.analysis;
   f("analysis.head_fusion", a.head_fusion);
@@ -384,6 +390,23 @@ void validate_train(const TrainConfig& t) {
   require_choice("train.precision", t.precision, {"fp32", "bf16", "fp16"});
   require(t.log_every_s > 0,
           "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
+  require(t.layer_decay > 0 && t.layer_decay <= 1,
+          "train.layer_decay is " + std::to_string(t.layer_decay) + ", expected (0, 1] (1 = off)");
+  require(t.head_lr_scale > 0,
+          "train.head_lr_scale is " + std::to_string(t.head_lr_scale) + ", expected > 0");
+}
+
+// "none", "backbone" or a block count 0..depth.
+void validate_freeze(const std::string& freeze, int64_t depth) {
+  const std::string expected =
+      ", expected none | backbone | N (freeze the embeddings and the "
+      "first N blocks, 0.." +
+      std::to_string(depth) + ")";
+  if (freeze == "none" || freeze == "backbone") return;
+  const bool digits =
+      !freeze.empty() && freeze.size() <= 7 &&
+      std::all_of(freeze.begin(), freeze.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  require(digits && std::stoll(freeze) <= depth, "train.freeze is " + quoted(freeze) + expected);
 }
 
 void validate_analysis(const AnalysisConfig& a) {
@@ -405,6 +428,7 @@ void Config::validate() const {
   validate_model(model);
   validate_data(data, model);
   validate_train(train);
+  validate_freeze(train.freeze, model.depth);
   validate_analysis(analysis);
 }
 

@@ -167,6 +167,24 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"train.validate_every=-1", "train.validate_every is -1, expected >= 0 (0 = every epoch)"},
       {"train.precision=fp8", "train.precision is 'fp8', expected fp32 | bf16 | fp16"},
       {"train.log_every_s=0", "train.log_every_s is 0.000000, expected > 0"},
+      {"train.layer_decay=0", "train.layer_decay is 0.000000, expected (0, 1] (1 = off)"},
+      {"train.layer_decay=1.5", "train.layer_decay is 1.500000, expected (0, 1] (1 = off)"},
+      {"train.head_lr_scale=0", "train.head_lr_scale is 0.000000, expected > 0"},
+      {"train.freeze=7",
+       "train.freeze is '7', expected none | backbone | N (freeze the "
+       "embeddings and the first N blocks, 0..6)"},
+      {"train.freeze=-1",
+       "train.freeze is '-1', expected none | backbone | N (freeze the "
+       "embeddings and the first N blocks, 0..6)"},
+      {"train.freeze=all",
+       "train.freeze is 'all', expected none | backbone | N (freeze the "
+       "embeddings and the first N blocks, 0..6)"},
+      {"train.freeze=",
+       "train.freeze is '', expected none | backbone | N (freeze the "
+       "embeddings and the first N blocks, 0..6)"},
+      {"train.freeze=99999999999",
+       "train.freeze is '99999999999', expected none | backbone | N "
+       "(freeze the embeddings and the first N blocks, 0..6)"},
 
       {"analysis.head_fusion=median",
        "analysis.head_fusion is 'median', expected mean | max | min"},
@@ -180,6 +198,21 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
     apply_override(c, assignment);
     EXPECT_EQ(error_of([&] { c.validate(); }), "invalid config: " + message) << assignment;
   }
+}
+
+TEST(Config, FineTuningKnobsAcceptTheirValues) {
+  for (const std::string assignment :
+       {"train.freeze=none", "train.freeze=backbone", "train.freeze=0", "train.freeze=6",
+        "train.layer_decay=1", "train.layer_decay=0.65", "train.head_lr_scale=10"}) {
+    Config c;
+    apply_override(c, assignment);
+    EXPECT_NO_THROW(c.validate()) << assignment;
+  }
+  const Config c = from(R"({"train": {"init": "w.safetensors", "init_strict": true}})");
+  EXPECT_EQ(c.train.init, "w.safetensors");
+  EXPECT_TRUE(c.train.init_strict);
+  const Config defaults;
+  EXPECT_EQ(config_to_json(defaults)["train"]["freeze"], "none");
 }
 
 TEST(Config, EveryDeviceSyntaxIsAccepted) {

@@ -92,4 +92,8 @@ TEST_F(PyCheck, TrainedAndExportedWeightsPredictTheSameInPython) {
   run_script("check_weights_into_python");
 }
 
+TEST_F(PyCheck, PosEmbedSimilarityAndResizeMatchPython) {
+  run_script("check_pos_embed");
+}
+
 }  // namespace

@@ -9,6 +9,7 @@
 #include "cmd_eval.hpp"
 #include "cmd_export.hpp"
 #include "cmd_info.hpp"
+#include "cmd_pos_embed.hpp"
 #include "cmd_predict.hpp"
 #include "cmd_rollout.hpp"
 #include "cmd_train.hpp"
@@ -69,6 +70,7 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_rollout(*this);
   register_attn_distance(*this);
   register_export(*this);
+  register_pos_embed(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) {

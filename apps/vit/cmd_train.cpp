@@ -39,6 +39,13 @@ Config resolve_config(const TrainOptions& o) {
     c.validate();
   }
   if (o.common.seed) c.seed = *o.common.seed;
+  if (o.init) {
+    if (o.resume)
+      throw Error(
+          "vit train: --init and --resume are exclusive (--init starts a new run from "
+          "pretrained weights; --resume continues a run with its own)");
+    c.train.init = *o.init;
+  }
   return c;
 }
 
@@ -138,6 +145,9 @@ std::shared_ptr<TrainOptions> register_train(Cli& cli) {
   cmd->add_option("--out", options->out, "run folder (default: runs/<name>-<timestamp>)");
   cmd->add_option("--resume", options->resume,
                   "continue from a checkpoint, e.g. runs/latest/last.pt")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--init", options->init,
+                  "start from pretrained weights: a vit .pt or timm .safetensors (train.init)")
       ->check(CLI::ExistingFile);
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_train(*options); }});

@@ -9,6 +9,7 @@ struct TrainOptions {
   std::vector<std::string> overrides;  // --set KEY=VALUE
   std::string out;                     // --out DIR ("" = runs/<name>-<timestamp>)
   std::optional<std::string> resume;   // --resume CKPT
+  std::optional<std::string> init;     // --init WEIGHTS (sets train.init)
 };
 
 std::shared_ptr<TrainOptions> register_train(Cli& cli);

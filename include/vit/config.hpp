@@ -96,6 +96,13 @@ struct TrainConfig {
   int64_t validate_every = 0;         // steps between validations; 0 = once per epoch
   std::string precision = "fp32";     // "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
   double log_every_s = 10.0;          // seconds between plain progress lines off a terminal
+  // Fine-tuning (vit train --init; model/pretrained.hpp).
+  std::string init = "";        // weights to start from: a vit .pt or timm .safetensors; "" = none
+  bool init_strict = false;     // every model tensor from the file, every file tensor used
+  bool init_new_head = false;   // zero the head even when num_classes matches (a new task)
+  std::string freeze = "none";  // "none" | "backbone" | "N" (embeddings + first N blocks)
+  double layer_decay = 1.0;     // lr x decay^(depth + 1 - layer), BEiT/timm; 1 = off, (0, 1]
+  double head_lr_scale = 1.0;   // the head's lr = lr x this (same schedule), > 0
 };
 
 struct AnalysisConfig {

@@ -1,7 +1,6 @@
 #include "vit/io/confusion.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -9,6 +8,7 @@
 #include <torch/torch.h>
 #include <opencv2/imgproc.hpp>
 
+#include "colour_bar.hpp"
 #include "draw.hpp"
 #include "mat.hpp"
 #include "vit/error.hpp"
@@ -18,6 +18,7 @@ namespace vit::io {
 namespace {
 
 using detail::Align;
+using detail::blues;
 using detail::Font;
 
 const Font kTitleFont{/*scale=*/0.6};
@@ -29,18 +30,6 @@ constexpr int kMatrixSide = 640;  // target pixels of the whole matrix
 constexpr int kMaxCell = 56;
 constexpr int kMaxNameWidth = 150;
 constexpr int kBarWidth = 18;
-
-// Matplotlib's "Blues", sampled at five stops (RGB).
-cv::Scalar blues(double t) {
-  static const std::array<cv::Vec3d, 5> kStops = {
-      cv::Vec3d(247, 251, 255), cv::Vec3d(198, 219, 239), cv::Vec3d(107, 174, 214),
-      cv::Vec3d(33, 113, 181), cv::Vec3d(8, 48, 107)};
-  t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * (kStops.size() - 1);
-  const size_t i = std::min(static_cast<size_t>(t), kStops.size() - 2);
-  const double f = t - static_cast<double>(i);
-  const cv::Vec3d c = kStops[i] * (1.0 - f) + kStops[i + 1] * f;
-  return {c[0], c[1], c[2]};
-}
 
 std::string cell_text(double value, bool fraction) {
   if (value == 0.0) return "0";
@@ -139,15 +128,9 @@ at::Tensor render_confusion(const at::Tensor& counts, const std::vector<std::str
   const int left = kPad + label_height + 6 + name_width + 8;
   const int top = kPad + title_height;
   const int bar_left = left + side + 20;
-  int bar_label_width = 0;
-  const std::vector<double> bar_ticks = nice_ticks(0, vmax, 6);
-  const double bar_step = bar_ticks.size() > 1 ? bar_ticks[1] - bar_ticks[0] : 1.0;
-  for (double t : bar_ticks) {
-    bar_label_width =
-        std::max(bar_label_width, detail::text_width(format_tick(t, bar_step), kTickFont));
-  }
-  const int width = std::max(bar_left + kBarWidth + 6 + bar_label_width + kPad,
-                             detail::text_width(options.title, kTitleFont) + 2 * kPad);
+  const int width =
+      std::max(bar_left + detail::colour_bar_width(0, vmax, kBarWidth, kTickFont) + kPad,
+               detail::text_width(options.title, kTitleFont) + 2 * kPad);
   const int bottom_labels = show_names ? name_width : detail::line_height(kTickFont);
   const int height = top + side + 8 + bottom_labels + 8 + label_height + kPad;
   cv::Mat canvas(height, width, CV_8UC3, detail::kWhite);
@@ -202,20 +185,7 @@ at::Tensor render_confusion(const at::Tensor& counts, const std::vector<std::str
                             detail::kBlack);
 
   // Colour bar: the scale from 0 (bottom) to vmax (top), with round ticks.
-  for (int y = 0; y < side; ++y) {
-    const double t = 1.0 - (y + 0.5) / side;
-    cv::line(canvas, {bar_left, top + y}, {bar_left + kBarWidth - 1, top + y}, blues(t), 1);
-  }
-  cv::rectangle(canvas, {bar_left - 1, top - 1}, {bar_left + kBarWidth, top + side},
-                detail::kDarkGray, 1);
-  const int tick_half = detail::line_height(kTickFont) / 2;
-  for (double t : bar_ticks) {
-    const int y = top + static_cast<int>(std::lround((1.0 - t / vmax) * side));
-    cv::line(canvas, {bar_left + kBarWidth, y}, {bar_left + kBarWidth + 3, y}, detail::kDarkGray,
-             1);
-    detail::put_text(canvas, format_tick(t, bar_step), bar_left + kBarWidth + 6, y - tick_half + 1,
-                     kTickFont, detail::kDarkGray);
-  }
+  detail::draw_colour_bar(canvas, {bar_left, top, kBarWidth, side}, 0, vmax, blues, kTickFont);
   return detail::from_mat(canvas);
 }
 

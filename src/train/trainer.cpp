@@ -12,6 +12,7 @@
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/train/fine_tune.hpp"
 #include "vit/train/lr_schedule.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/optimizer.hpp"
@@ -75,6 +76,7 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   torch::manual_seed(config_.seed);
   model_ = VisionTransformer(config_.model);
   model_->to(device_);
+  prepare_for_fine_tuning();
   optimizer_ = make_optimizer(model_, config_.train);
   train_loader_ = std::make_unique<data::BatchLoader>(splits_.train,
                                                       data::loader_options(config_, device_, true));
@@ -88,6 +90,24 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
 }
 
 Trainer::~Trainer() = default;
+
+// Before the optimizer lays the parameters out: pretrained weights for a new
+// run (a resumed run restores its own), then the frozen parameters, which the
+// optimizer leaves out; a resumed run freezes them again.
+void Trainer::prepare_for_fine_tuning() {
+  const TrainConfig& t = config_.train;
+  if (!t.init.empty() && !resume_) init_from_file(model_, t);
+  const auto frozen = freeze_parameters(model_, t);
+  if (!frozen.empty())
+    spdlog::info("train.freeze {}: {} of {} parameter tensors frozen", t.freeze, frozen.size(),
+                 model_->named_parameters().size());
+  if (t.layer_decay != 1.0 || t.head_lr_scale != 1.0)
+    spdlog::info(
+        "train.layer_decay {}, train.head_lr_scale {}: learning rates from {:.4g} x lr "
+        "(embeddings) to {:.4g} x lr (head)",
+        t.layer_decay, t.head_lr_scale, lr_scale("pos_embed", config_.model.depth, t),
+        lr_scale("head.weight", config_.model.depth, t));
+}
 
 bool Trainer::validation_due(int64_t step) const {
   const int64_t every =

@@ -1,4 +1,6 @@
 // Which parameters decay, and how they are grouped.
+#include <tuple>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -43,6 +45,29 @@ TEST(ParameterGroups, FrozenParametersAreLeftOut) {
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].names, std::vector<std::string>{"head.weight"});
   EXPECT_EQ(groups[1].names, std::vector<std::string>{"head.bias"});
+}
+
+// One block, layer_decay 0.5, head x 4, worked by hand: the embeddings train
+// at 0.5^2, the block at 0.5, the final norm at 1 and the head at 4.
+TEST(ParameterGroups, LayerDecayAndHeadScaleSplitTheGroupsByLearningRate) {
+  VisionTransformer model(testing::texture_config().model);
+  TrainConfig t;
+  t.weight_decay = 0.07;
+  t.layer_decay = 0.5;
+  t.head_lr_scale = 4.0;
+  const auto groups = parameter_groups(model, t);
+  std::vector<std::tuple<std::string, double, double, size_t>> got;
+  for (const auto& g : groups)
+    got.emplace_back(g.name, g.lr_scale, g.weight_decay, g.names.size());
+  using Row = std::tuple<std::string, double, double, size_t>;
+  EXPECT_EQ(got, (std::vector<Row>{
+                     Row{"decay, lr x0.25", 0.25, 0.07, 1}, Row{"decay, lr x0.5", 0.5, 0.07, 4},
+                     Row{"decay, lr x4", 4.0, 0.07, 1}, Row{"no_decay, lr x0.25", 0.25, 0.0, 3},
+                     Row{"no_decay, lr x0.5", 0.5, 0.0, 8}, Row{"no_decay", 1.0, 0.0, 2},
+                     Row{"no_decay, lr x4", 4.0, 0.0, 1}}));
+  EXPECT_EQ(groups[3].names,
+            (std::vector<std::string>{"cls_token", "pos_embed", "patch_embed.proj.bias"}));
+  EXPECT_EQ(groups[5].names, (std::vector<std::string>{"norm.weight", "norm.bias"}));
 }
 
 }  // namespace

@@ -25,8 +25,11 @@ struct ParameterGroup {
 bool decays(const std::string& name, const at::Tensor& parameter);
 
 // The trainable parameters (requires_grad) of `model`, in groups: weights with
-// train.weight_decay first, then everything else without decay. Each keeps the
-// model's parameter order. Empty groups are left out.
+// train.weight_decay first, then everything else without decay, each split by
+// learning-rate scale (train.layer_decay, train.head_lr_scale; fine_tune.hpp)
+// in the order the scales first appear. With both knobs at 1 that is two
+// groups, "decay" and "no_decay". Each keeps the model's parameter order.
+// Empty groups are left out.
 std::vector<ParameterGroup> parameter_groups(VisionTransformer& model, const TrainConfig& train);
 
 }  // namespace vit

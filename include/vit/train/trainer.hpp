@@ -54,6 +54,7 @@ class Trainer {
     int64_t correct;
     int64_t count;
   };
+  void prepare_for_fine_tuning();  // train.init, train.freeze
   StepResult train_step(const data::Batch& batch, double lr);
   bool validation_due(int64_t step) const;
   // Throws vit::Error naming the value, the step and the last good checkpoint.
