@@ -11,4 +11,14 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The first non-blank line of a message from a library we call: LibTorch's
+// c10::Error goes on with a C++ backtrace, and its TorchScript importer's
+// errors (torch::jit::ErrorReport) start with a blank line.
+inline std::string first_line_of(const std::exception& e) {
+  const std::string text = e.what();
+  const auto begin = text.find_first_not_of(" \n");
+  if (begin == std::string::npos) return "no message";
+  return text.substr(begin, text.find('\n', begin) - begin);
+}
+
 }  // namespace vit

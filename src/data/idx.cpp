@@ -15,64 +15,85 @@ namespace {
 constexpr uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
 constexpr uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
 
-uint32_t big_endian_u32(const std::vector<uint8_t>& bytes, size_t at) {
-  return (uint32_t{bytes[at]} << 24) | (uint32_t{bytes[at + 1]} << 16) |
-         (uint32_t{bytes[at + 2]} << 8) | uint32_t{bytes[at + 3]};
+uint32_t big_endian_u32(const uint8_t* bytes) {
+  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) |
+         uint32_t{bytes[3]};
 }
 
-// Reads the header of an IDX file with `dims` dimensions and checks that the
-// payload is exactly their product. Returns the dimensions.
-std::vector<int64_t> check_header(const std::vector<uint8_t>& bytes, const fs::path& file,
-                                  uint32_t magic, size_t dims, const char* what) {
+struct IdxData {
+  std::vector<int64_t> sizes;   // the dimensions
+  std::vector<uint8_t> values;  // their product of bytes
+};
+
+// Reads the header of an IDX file with `dims` dimensions, checks that the file
+// can hold the payload it claims before allocating for it, then reads it and
+// checks that exactly that much follows.
+IdxData read_idx(const fs::path& file, uint32_t magic, size_t dims, const char* what) {
   const std::string where = file.filename().string();
+  MaybeGzippedFile in(file);
   const size_t header = 4 * (1 + dims);
-  if (bytes.size() < 4) {
-    throw Error(where + ": " + std::to_string(bytes.size()) +
+  uint8_t head[16] = {};
+  const size_t got = in.read(head, header);
+  if (got < 4) {
+    throw Error(where + ": " + std::to_string(got) +
                 " bytes is too short for an IDX header (4-byte magic number)");
   }
-  const uint32_t found = big_endian_u32(bytes, 0);
+  const uint32_t found = big_endian_u32(head);
   if (found != magic) {
     throw Error(where + ": bad magic number " + std::to_string(found) + ", expected " +
                 std::to_string(magic) + " (IDX " + what + " file)");
   }
-  if (bytes.size() < header) {
-    throw Error(where + ": " + std::to_string(bytes.size()) + " bytes is too short for the " +
+  if (got < header) {
+    throw Error(where + ": " + std::to_string(got) + " bytes is too short for the " +
                 std::to_string(header) + "-byte IDX " + what + " header");
   }
-  std::vector<int64_t> sizes;
+  IdxData out;
   unsigned __int128 payload = 1;  // at most three 32-bit factors: cannot overflow
   std::string shape;
   for (size_t d = 0; d < dims; ++d) {
-    const uint32_t n = big_endian_u32(bytes, 4 * (1 + d));
+    const uint32_t n = big_endian_u32(head + 4 * (1 + d));
     if (d > 0 && n == 0) throw Error(where + ": dimension " + std::to_string(d) + " is 0");
-    sizes.push_back(n);
+    out.sizes.push_back(n);
     payload *= n;
     shape += (d ? " x " : "") + std::to_string(n);
   }
-  const uint64_t available = bytes.size() - header;
-  if (payload != available) {
+  const auto mismatch = [&](uint64_t available, bool at_least) {
     const std::string expected =
         payload > UINT64_MAX ? "more" : std::to_string(static_cast<uint64_t>(payload));
-    throw Error(where + ": " + (payload > available ? "truncated, " : "trailing data, ") +
-                std::to_string(available) + " bytes after the " + std::to_string(header) +
-                "-byte header, expected " + expected + " (" + shape + ")");
+    return Error(where + ": " + (payload > available ? "truncated, " : "trailing data, ") +
+                 (at_least ? "more than " : "") + std::to_string(available) + " bytes after the " +
+                 std::to_string(header) + "-byte header, expected " + expected + " (" + shape +
+                 ")");
+  };
+  if (!in.gzipped() && payload != in.file_size() - header)
+    throw mismatch(in.file_size() - header, false);
+  if (payload > in.max_data_bytes()) {
+    throw Error(where + ": the header claims " + shape + " = " +
+                (payload > UINT64_MAX ? std::string("more than 2^64")
+                                      : std::to_string(static_cast<uint64_t>(payload))) +
+                " bytes, more than a gzip file of " + std::to_string(in.file_size()) +
+                " bytes can hold");
   }
-  return sizes;
+  out.values.resize(static_cast<size_t>(payload));
+  const size_t read = in.read(out.values.data(), out.values.size());
+  if (read < out.values.size()) throw mismatch(read, false);
+  constexpr uint64_t kCountCap = uint64_t{1} << 20;
+  const uint64_t rest = in.count_rest(kCountCap);
+  if (rest > 0) throw mismatch(read + rest, rest > kCountCap);
+  return out;
 }
 
 }  // namespace
 
 at::Tensor read_idx_images(const fs::path& file) {
-  std::vector<uint8_t> bytes = read_maybe_gzipped(file);
-  const auto dims = check_header(bytes, file, kImagesMagic, 3, "images");
-  const int64_t n = dims[0], h = dims[1], w = dims[2];
-  return torch::from_blob(bytes.data() + 16, {n, 1, h, w}, torch::kUInt8).clone();  // (N, 1, H, W)
+  IdxData idx = read_idx(file, kImagesMagic, 3, "images");
+  const int64_t n = idx.sizes[0], h = idx.sizes[1], w = idx.sizes[2];
+  return torch::from_blob(idx.values.data(), {n, 1, h, w}, torch::kUInt8).clone();  // (N, 1, H, W)
 }
 
 at::Tensor read_idx_labels(const fs::path& file) {
-  std::vector<uint8_t> bytes = read_maybe_gzipped(file);
-  const auto dims = check_header(bytes, file, kLabelsMagic, 1, "labels");
-  return torch::from_blob(bytes.data() + 8, {dims[0]}, torch::kUInt8).to(torch::kInt64);
+  IdxData idx = read_idx(file, kLabelsMagic, 1, "labels");
+  return torch::from_blob(idx.values.data(), {idx.sizes[0]}, torch::kUInt8).to(torch::kInt64);
 }
 
 fs::path find_idx_file(const fs::path& root, const std::string& stem) {

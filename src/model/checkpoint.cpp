@@ -15,17 +15,30 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
+// A damaged or hostile config can describe a model of any size up to the
+// validate() caps (terabytes). The file must hold every parameter, at least
+// `bytes_per_parameter` bytes each, so a config that needs more is refused
+// before the model is built.
+void check_model_fits_file(const ModelConfig& model, const std::string& path,
+                           uint64_t bytes_per_parameter) {
+  std::error_code ec;
+  const uint64_t file_size = fs::file_size(path, ec);
+  if (ec) throw Error(path + ": cannot read its size (" + ec.message() + ")");
+  const auto parameters = static_cast<uint64_t>(count_parameters(model));
+  if (parameters > file_size / bytes_per_parameter) {
+    throw Error(path + ": its config describes a model of " + std::to_string(parameters) +
+                " parameters, which cannot fit in the file's " + std::to_string(file_size) +
+                " bytes (" + std::to_string(bytes_per_parameter) + " byte" +
+                (bytes_per_parameter > 1 ? "s" : "") + " or more each)");
+  }
 }
 
 LoadedModel load_pt(const std::string& path, const std::optional<std::string>& config_path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": not a readable vit checkpoint (" +
-                first_line(e.what_without_backtrace()) + ")");
+  } catch (const std::exception& e) {  // c10::Error, and others from its TorchScript importer
+    throw Error(path + ": not a readable vit checkpoint (" + first_line_of(e) + ")");
   }
   c10::IValue meta_value;
   if (!archive.try_read(kMetaKey, meta_value) || !meta_value.isString())
@@ -37,13 +50,14 @@ LoadedModel load_pt(const std::string& path, const std::optional<std::string>& c
       throw Error(path + ": architecture differs from " + *config_path + " (" + diffs.front() +
                   ")");
   }
+  check_model_fits_file(meta.config.model, path, /*bytes_per_parameter=*/4);  // float32
   LoadedModel loaded{VisionTransformer(meta.config.model), meta.config, meta.class_names, path};
   torch::serialize::InputArchive model_archive;
   try {
     archive.read(kModelKey, model_archive);
     loaded.model->load(model_archive);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": damaged model weights (" + first_line(e.what_without_backtrace()) + ")");
+  } catch (const std::exception& e) {
+    throw Error(path + ": damaged model weights (" + first_line_of(e) + ")");
   }
   // Module::load swaps tensors in without a shape check; verify them here.
   const VisionTransformer reference(meta.config.model);
@@ -91,6 +105,7 @@ LoadedModel load_safetensors_model(const std::string& path,
                                    const std::optional<std::string>& config_path) {
   const SafetensorsContents contents = read_safetensors(path);
   const Config config = safetensors_config(path, contents.metadata, config_path);
+  check_model_fits_file(config.model, path, /*bytes_per_parameter=*/1);  // any dtype
   LoadedModel loaded{VisionTransformer(config.model), config,
                      safetensors_class_names(contents.metadata, config.model.num_classes, path),
                      path};

@@ -11,17 +11,12 @@ namespace {
 constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kCpuRngKey = "rng_cpu";
 
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
 torch::serialize::InputArchive open_archive(const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": not a readable vit checkpoint (" +
-                first_line(e.what_without_backtrace()) + ")");
+  } catch (const std::exception& e) {  // c10::Error, and others from its TorchScript importer
+    throw Error(path + ": not a readable vit checkpoint (" + first_line_of(e) + ")");
   }
   return archive;
 }
@@ -111,8 +106,10 @@ CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransf
     archive.read(kCpuRngKey, rng_state);
     auto generator = at::detail::getDefaultCPUGenerator();
     generator.set_state(rng_state);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": damaged training state (" + first_line(e.what_without_backtrace()) + ")");
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(path + ": damaged training state (" + first_line_of(e) + ")");
   }
   return meta;
 }

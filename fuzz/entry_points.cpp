@@ -1,0 +1,192 @@
+#include "entry_points.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <zlib.h>
+
+#include "vit/config.hpp"
+#include "vit/data/cifar.hpp"
+#include "vit/data/idx.hpp"
+#include "vit/data/tiny_imagenet.hpp"
+#include "vit/error.hpp"
+#include "vit/io/image_io.hpp"
+#include "vit/model/checkpoint.hpp"
+#include "vit/model/safetensors.hpp"
+#include "vit/model/weights.hpp"
+
+namespace vit::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A folder of this process's own for the files the readers take by path,
+// removed when the process exits.
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("vit-fuzz-" + std::to_string(::getpid()));
+  ScratchDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+const fs::path& scratch() {
+  static const ScratchDir dir;
+  return dir.path;
+}
+
+fs::path write_file(const fs::path& path, const uint8_t* data, size_t size) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  if (!out) throw Error(path.string() + ": fuzz harness cannot write its input");
+  return path;
+}
+
+fs::path write_file(const fs::path& path, const std::string& text) {
+  return write_file(path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+// The input gzipped, so the fuzzer reaches the IDX checks through zlib too.
+std::vector<uint8_t> gzip(const uint8_t* data, size_t size) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw Error("fuzz harness: deflateInit2 failed");
+  std::vector<uint8_t> out(deflateBound(&z, size) + 32);
+  z.next_in = const_cast<uint8_t*>(data);
+  z.avail_in = static_cast<uInt>(size);
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw Error("fuzz harness: deflate failed");
+  return out;
+}
+
+// First byte: bit 0 = images/labels, bit 1 = gzip the rest first. The rest is
+// the file (which may itself be a gzip stream: zlib reads both).
+void run_idx(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const uint8_t mode = data[0];
+  std::vector<uint8_t> bytes(data + 1, data + size);
+  if (mode & 2) bytes = gzip(bytes.data(), bytes.size());
+  const fs::path file =
+      write_file(scratch() / (mode & 2 ? "idx.gz" : "idx"), bytes.data(), bytes.size());
+  if (mode & 1)
+    data::read_idx_labels(file);
+  else
+    data::read_idx_images(file);
+}
+
+// First byte: bit 0 = CIFAR-100. The rest is the batch file.
+void run_cifar(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const auto kind = (data[0] & 1) ? data::CifarKind::kCifar100 : data::CifarKind::kCifar10;
+  const fs::path file = write_file(scratch() / "batch.bin", data + 1, size - 1);
+  data::read_cifar_file(file, kind, {});
+}
+
+// wnids.txt, a line "----", then val/val_annotations.txt. The harness makes
+// the train/<wnid>/images folder of every plainly named wnid (at most 64), so
+// that the listing gets as far as the annotations.
+void run_tiny_imagenet(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const auto split = text.find("\n----\n");
+  const std::string wnids = text.substr(0, split);
+  const std::string annotations = split == std::string::npos ? "" : text.substr(split + 6);
+  const fs::path root = scratch() / "tiny";
+  fs::remove_all(root);
+  write_file(root / "wnids.txt", wnids);
+  write_file(root / "val" / "val_annotations.txt", annotations);
+  static const std::regex plain("[A-Za-z0-9_]{1,32}");
+  std::istringstream lines(wnids);
+  std::string line;
+  for (int made = 0; std::getline(lines, line) && made < 64;) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+      line.pop_back();
+    if (std::regex_match(line, plain)) {
+      fs::create_directories(root / "train" / line / "images");
+      ++made;
+    }
+  }
+  data::list_tiny_imagenet(root);
+}
+
+// The bytes as a .safetensors file, read from memory and from disk, then the
+// metadata as `vit` reads it (our config and class names).
+void run_safetensors(const uint8_t* data, size_t size) {
+  parse_safetensors(data, size, "fuzz.safetensors");
+  const fs::path file = write_file(scratch() / "weights.safetensors", data, size);
+  const SafetensorsContents contents = read_safetensors(file.string());
+  if (const auto config = config_from_metadata(contents.metadata, file.string()))
+    class_names_from_metadata(contents.metadata, config->model.num_classes, file.string());
+}
+
+// The bytes as a .pt checkpoint, loaded as every command loads one.
+void run_checkpoint(const uint8_t* data, size_t size) {
+  const fs::path file = write_file(scratch() / "model.pt", data, size);
+  load_model(file.string());
+}
+
+// A JSON config, then one `--set KEY=VALUE` per line after a line "----".
+// A config that loads must also survive the round trip through its own JSON.
+void run_config(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const auto split = text.find("\n----\n");
+  Config config = parse_config_string(text.substr(0, split), "fuzz.json");
+  if (split != std::string::npos) {
+    std::istringstream lines(text.substr(split + 6));
+    std::string line;
+    while (std::getline(lines, line))
+      apply_override(config, line);
+  }
+  config.validate();
+  const Config again = parse_config_string(config_to_json_string(config), "round trip");
+  again.validate();
+  if (config_to_json_string(again) != config_to_json_string(config))
+    throw std::logic_error("config changed in a JSON round trip");  // a bug, not a bad input
+}
+
+// First byte: bit 0 = gray or RGB, the rest (mod 65) the side (0 = keep). The
+// rest is an encoded image, decoded as --images files are.
+void run_image(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const int64_t channels = (data[0] & 1) ? 3 : 1;
+  const int64_t side = (data[0] >> 1) % 65;
+  io::decode_image(data + 1, size - 1, channels, side, "fuzz image");
+}
+
+}  // namespace
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"idx", run_idx, "MNIST IDX images/labels, plain and gzipped (data/idx)"},
+      {"cifar", run_cifar, "a CIFAR-10/100 binary batch (data/cifar)"},
+      {"tiny_imagenet", run_tiny_imagenet,
+       "Tiny-ImageNet wnids.txt and val_annotations.txt (data/tiny_imagenet)"},
+      {"safetensors", run_safetensors,
+       "safetensors header, offsets and our __metadata__ (model/safetensors, model/weights)"},
+      {"checkpoint", run_checkpoint, "a .pt checkpoint through load_model (model/checkpoint)"},
+      {"config", run_config, "a JSON config and --set overrides (config)"},
+      {"image", run_image, "an encoded image through io::decode_image (io/image_io)"},
+  };
+  return all;
+}
+
+EntryPoint entry_point(const std::string& name) {
+  for (const auto& t : targets()) {
+    if (name == t.name) return t.run;
+  }
+  throw Error("fuzz: unknown target '" + name + "'");
+}
+
+}  // namespace vit::fuzz

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the whole test suite with AddressSanitizer, UndefinedBehaviorSanitizer
+# and libstdc++'s assertions (-D_GLIBCXX_ASSERTIONS) into build-asan/, on the
+# default LibTorch line, and runs ctest there. Any report fails the run.
+#   scripts/sanitize.sh            build and run every test
+#   scripts/sanitize.sh REGEX      build, then run the tests whose names match
+# LibTorch, OpenBLAS and OpenMP are not instrumented; the few reports that come
+# from inside them are silenced by scripts/sanitize.supp (and only those).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build-asan
+supp=$PWD/scripts/sanitize.supp
+
+flags="-fsanitize=address,undefined -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS -g1"
+options=(-DCMAKE_BUILD_TYPE=Sanitize
+         "-DCMAKE_CXX_FLAGS_SANITIZE=-O1 $flags"
+         "-DCMAKE_EXE_LINKER_FLAGS_SANITIZE=-fsanitize=address,undefined"
+         "-DCMAKE_SHARED_LINKER_FLAGS_SANITIZE=-fsanitize=address,undefined")
+command -v ninja >/dev/null && options+=(-G Ninja)
+if [ ! -f "$dir/CMakeCache.txt" ]; then
+  log=$(mktemp)
+  cmake -S . -B "$dir" "${options[@]}" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
+fi
+cmake --build "$dir" -j "$(nproc)"
+
+# halt_on_error: the first report ends the test, so ctest sees a failure.
+# detect_odr_violation=0: LibTorch's libraries define some globals twice (not ours).
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_odr_violation=0:detect_leaks=1:suppressions=$supp"
+export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp"
+args=(--output-on-failure --timeout 1800 -j "$(nproc)")
+[ $# -gt 0 ] && args+=(-R "$1")
+(cd "$dir" && ctest "${args[@]}")
