@@ -32,6 +32,7 @@ torch_line_check "$line"
 packages=(
   g++ cmake ninja-build make pkg-config git ca-certificates
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libopencv-dev libgtest-dev zlib1g-dev
+  libgloo-dev
   dataset-fashion-mnist
 )
 if [ "$line" = debian ]; then
