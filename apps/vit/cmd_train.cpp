@@ -27,6 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// --profile starts after this many steps, once allocations and caches have settled.
+constexpr int64_t kProfileWarmupSteps = 10;
+
 // The config of the run: the file (+ --set), or, when resuming without
 // --config, the checkpoint's own config (+ --set).
 // --seed replaces the config's seed, so config.json records the seed used.
@@ -159,6 +162,8 @@ int run_train(const TrainOptions& o) {
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();
   Trainer trainer(config, splits, device, run_dir, o.resume, group.get());
+  if (o.profile && main_rank)
+    trainer.profile(StepProfiler(*o.profile, kProfileWarmupSteps, o.profile_steps));
   TrainSummary summary;
   try {
     summary = trainer.fit();
@@ -189,6 +194,12 @@ std::shared_ptr<TrainOptions> register_train(Cli& cli) {
   cmd->add_option("--init", options->init,
                   "start from pretrained weights: a vit .pt or timm .safetensors (train.init)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--profile", options->profile,
+                  "record steps 11.. with LibTorch's profiler: FILE gets each operator's time per "
+                  "step (JSON), FILE.trace.json a Chrome trace");
+  cmd->add_option("--profile-steps", options->profile_steps, "steps to profile (--profile)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_train(*options); }});
   return options;

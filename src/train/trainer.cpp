@@ -277,7 +277,9 @@ TrainSummary Trainer::fit() {
       progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
     const auto step_start = Clock::now();
     const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
+    profiler_.before_step(step_);
     const auto result = train_step(train_loader_->batch(epoch, in_epoch), lr);
+    profiler_.after_step(step_);
     ++step_;
     totals_.train_seconds += seconds_since(step_start);
     totals_.loss_sum += result.loss;

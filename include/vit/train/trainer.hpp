@@ -19,6 +19,7 @@
 #include "vit/train/evaluate.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
+#include "vit/train/step_profiler.hpp"
 
 namespace vit {
 
@@ -50,6 +51,8 @@ class Trainer {
   ~Trainer();
 
   TrainSummary fit();
+  // Profile some steps of fit() (train/step_profiler.hpp).
+  void profile(StepProfiler profiler) { profiler_ = std::move(profiler); }
 
   VisionTransformer& model() { return model_; }
 
@@ -89,6 +92,7 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
   LossScaler scaler_;
+  StepProfiler profiler_;
   int64_t step_ = 0;
   int64_t steps_per_epoch_ = 0;
   RunningTotals totals_;       // since the last validation; saved in checkpoints
