@@ -23,8 +23,8 @@ TEST(AttentionMaps, ClassTokenRowDropsTheClassColumn) {
   const auto maps = attention_query_maps(labelled_attention(), AttentionQuery{});
   ASSERT_EQ(maps.sizes(), (std::vector<int64_t>{1, 2, 2, 2, 2}));
   // layer 0, head 1: row 0, keys 1..4 -> 101 102 / 103 104.
-  EXPECT_TRUE(torch::equal(maps[0][0][1],
-                           torch::tensor({101.0, 102, 103, 104}, torch::kDouble).view({2, 2})));
+  EXPECT_TRUE(torch::equal(
+      maps[0][0][1], torch::tensor({101.0, 102.0, 103.0, 104.0}, torch::kDouble).view({2, 2})));
   EXPECT_EQ(maps[0][1][0][0][0].item<double>(), 1001);
 }
 
@@ -33,15 +33,15 @@ TEST(AttentionMaps, PatchMeanAveragesThePatchRows) {
   query.kind = AttentionQuery::Kind::kPatchMean;
   const auto maps = attention_query_maps(labelled_attention(), query);
   // rows 1..4 have q = 1..4, mean 2.5 -> 25 + k.
-  EXPECT_TRUE(
-      torch::equal(maps[0][0][0], torch::tensor({26.0, 27, 28, 29}, torch::kDouble).view({2, 2})));
+  EXPECT_TRUE(torch::equal(maps[0][0][0],
+                           torch::tensor({26.0, 27.0, 28.0, 29.0}, torch::kDouble).view({2, 2})));
 }
 
 TEST(AttentionMaps, PatchQueryIsRowMajor) {
   const auto maps = attention_query_maps(labelled_attention(), parse_attention_query("1,0"));
   // patch (1, 0) is token 1 + 1*2 + 0 = 3.
-  EXPECT_TRUE(
-      torch::equal(maps[0][0][0], torch::tensor({31.0, 32, 33, 34}, torch::kDouble).view({2, 2})));
+  EXPECT_TRUE(torch::equal(maps[0][0][0],
+                           torch::tensor({31.0, 32.0, 33.0, 34.0}, torch::kDouble).view({2, 2})));
 }
 
 TEST(AttentionMaps, QueriesParseAndNameThemselves) {

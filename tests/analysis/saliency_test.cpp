@@ -40,7 +40,8 @@ TEST(GradientRollout, MultipliesInThePapersOrder) {
   const auto [a2, g2] = layer(e(0, 2) + e(1, 4), noise);
   const auto map = gradient_rollout({a1, a2}, {g1, g2});
   ASSERT_EQ(map.sizes(), (std::vector<int64_t>{1, 2, 2}));
-  EXPECT_TRUE(torch::equal(map[0], torch::tensor({1.0, 1, 1, 0}, torch::kDouble).view({2, 2})))
+  EXPECT_TRUE(
+      torch::equal(map[0], torch::tensor({1.0, 1.0, 1.0, 0.0}, torch::kDouble).view({2, 2})))
       << map;
 }
 

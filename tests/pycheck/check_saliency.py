@@ -62,11 +62,15 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
             report.equal(f"{what}: method and images", (result["method"], [m["image"] for m in result["maps"]]),
                          (method, [str(p) for p in images]))
             report.equal(f"{what}: explained classes", [m["class"] for m in result["maps"]], classes.tolist())
-            report.close(f"{what}: maps vs Python", [m["mask"] for m in result["maps"]], expected[method],
-                         TOLERANCE)
-        gap = (reverse["grad-rollout"] - expected["grad-rollout"]).abs().max().item()
-        report.equal(f"model {name}: the reverse rollout order would differ by {gap:.3g} (> 100x tolerance)",
-                     gap > 100 * TOLERANCE, True)
+            ours = torch.tensor([m["mask"] for m in result["maps"]], dtype=torch.float64)
+            report.close(f"{what}: maps vs Python", ours, expected[method], TOLERANCE)
+            if method == "grad-rollout":
+                # On a random model the two orders differ by ~1e-4..1e-3; vit must sit
+                # 100x closer to the paper's order than to the reverse one.
+                diff = (ours - expected[method]).abs().max().item()
+                gap = (ours - reverse[method]).abs().max().item()
+                report.equal(f"{what}: the reverse order is {gap:.3g} away, > 100x vit's {diff:.3g}",
+                             gap > 100 * diff and gap > 1e-5, True)
 
 
 if __name__ == "__main__":
