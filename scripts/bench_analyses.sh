@@ -15,9 +15,10 @@ THREADS=${THREADS:-2}
 SAMPLES=${SAMPLES:-128}
 OUT=${OUT:-/tmp/vit-bench-analyses}
 [[ -x $VIT ]] || { echo "missing $VIT: run scripts/build.sh first" >&2; exit 1; }
-[[ -f $run/best.pt ]] || { echo "$run/best.pt: missing; pass a finished run folder" >&2; exit 1; }
+[[ -f $run/best.pt || -f $run/best.safetensors ]] || { echo "$run/best.pt: missing; pass a finished run folder" >&2; exit 1; }
 rm -rf "$OUT"
-common=(--checkpoint "$run/best.pt" --device cpu --threads "$THREADS" --quiet)
+ckpt=$run/best.pt; [[ -f $ckpt ]] || ckpt=$run/best.safetensors
+common=(--checkpoint "$ckpt" --device cpu --threads "$THREADS" --quiet)
 
 timed() {  # LABEL ARGS...
   local label=$1 start end

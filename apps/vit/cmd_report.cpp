@@ -30,12 +30,21 @@ namespace fs = std::filesystem;
 void check_run(const fs::path& run) {
   if (!fs::is_directory(run))
     throw Error(run.string() + ": no such run folder; pass --run DIR, a folder vit train wrote");
-  for (const char* name : {"config.json", "metrics.jsonl", "best.pt"}) {
+  for (const char* name : {"config.json", "metrics.jsonl"}) {
     if (!fs::is_regular_file(run / name))
       throw Error((run / name).string() +
                   ": missing; vit report needs a training run's folder (config.json, "
                   "metrics.jsonl, best.pt)");
   }
+}
+
+// best.pt, or best.safetensors (e.g. a run exported for another vit version).
+fs::path run_checkpoint(const fs::path& run) {
+  for (const char* name : {"best.pt", "best.safetensors"})
+    if (fs::is_regular_file(run / name)) return run / name;
+  throw Error((run / "best.pt").string() +
+              ": missing; vit report needs a training run's folder (config.json, "
+              "metrics.jsonl, best.pt)");
 }
 
 // A command's options with the report's common flags, best.pt and an output folder.
@@ -75,7 +84,7 @@ int run_report(const ReportOptions& o) {
   const fs::path run = fs::path(o.run);
   check_run(run);
   const ReportAssets assets{run / "report"};
-  run_analyses(o, (run / "best.pt").string(), assets);
+  run_analyses(o, run_checkpoint(run).string(), assets);
   const fs::path page = run / "report.html";
   write_text_atomically(page.string(), report_page(run, assets));
   const double seconds =
