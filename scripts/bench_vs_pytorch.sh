@@ -24,6 +24,9 @@
 #        default: bf16/128 fp32/128 fp32/16
 # Env:   VIT RUNS=3 THREADS=$(nproc) WORK=/tmp/vit-bench-vs-pytorch
 #        CONTENDERS="vit loop timm timm-compile"
+#        PROFILE=DIR  instead of timing: one run each of vit and the loop with
+#                     their operator profilers on (steps 11-20), the files in
+#                     DIR, and a side-by-side table of the top operators
 # Set up with scripts/setup.sh --bench (timm in the pip line's environment,
 # Debian's python3-torch).
 set -euo pipefail
@@ -78,7 +81,8 @@ run_one() {
       out=$WORK/run
       rm -rf "$out"
       /usr/bin/time -f '%e %M' -o "$timing" "$binary" train --config "$(job_config "$precision" "$batch")" \
-        --out "$out" --threads "$THREADS" -q >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+        --out "$out" --threads "$THREADS" -q ${profile:+--profile "$profile"} >"$log" 2>&1 ||
+        { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1) ;;
     *)
       local py=$pip_python model=timm extra=()
@@ -88,7 +92,8 @@ run_one() {
       [ "$who" = timm-compile ] && extra=(--compile)
       /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/pytorch_train.py --root "$data" \
         --model "$model" "${extra[@]}" --precision "$precision" --batch "$batch" \
-        --threads "$THREADS" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+        --threads "$THREADS" ${profile:+--profile "$profile"} >"$log" 2>&1 ||
+        { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1) ;;
   esac
   read -r wall kib < "$timing"
@@ -106,6 +111,21 @@ echo "# OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-(unset: OpenBLAS picks its kerne
 echo "# vit: $VIT ($(ldd "$VIT" | awk '/libtorch_cpu/ {print $3}'))"
 echo "# Debian's PyTorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo absent)"
 echo "# pip's PyTorch: $("$pip_python" -c 'import torch, timm; print(torch.__version__, "timm", timm.__version__)' 2>/dev/null || echo absent)"
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"
+  for setting in "${settings[@]}"; do
+    precision=${setting%/*} batch=${setting#*/}
+    for who in vit loop; do
+      profile=$PROFILE/$who-$precision-$batch.json
+      run_one "$who" "$precision" "$batch" >/dev/null
+    done
+    echo; echo "## $setting: self time per training step (steps 11-20)"
+    python3 scripts/bench/profile_table.py "$PROFILE/vit-$precision-$batch.json" \
+      "$PROFILE/loop-$precision-$batch.json"
+  done
+  exit 0
+fi
+profile=""
 first=${CONTENDERS%% *}
 printf '%-10s %-16s %10s %8s %9s %14s %14s\n' setting contender "img/s" "wall s" "peak MiB" \
   "first/it img/s" "it/first wall"

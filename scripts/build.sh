@@ -21,6 +21,8 @@ dir=$(torch_line_build_dir "$line")
 
 options=(-DCMAKE_BUILD_TYPE=Release)
 command -v ninja >/dev/null && options+=(-G Ninja)
+# ccache, where installed, makes rebuilds in other worktrees of this repository cheap.
+command -v ccache >/dev/null && options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ "$line" = pip ]; then
   python=$VIT_TORCH2_VENV/bin/python
   [ -x "$python" ] || { echo "build.sh: no pip LibTorch in $VIT_TORCH2_VENV; run scripts/setup.sh --torch pip" >&2; exit 1; }

@@ -8,6 +8,8 @@
 #                                    environment under ~/.cache/vit (see torch_line.sh)
 #   scripts/setup.sh --torch debian  LibTorch 1.13: Debian's libtorch-dev with OpenBLAS
 #   scripts/setup.sh --python-check  also python3-torch, for the cross-check tests
+#   scripts/setup.sh --browser-check also chromium, for the report's browser test
+#                                    (scripts/report_screenshot.sh); required once asked for
 #   scripts/setup.sh --bench         also timm in the pip line's environment (benchmarks)
 set -euo pipefail
 here=$(dirname "$0")
@@ -16,13 +18,15 @@ source "$here/torch_line.sh"
 line=$VIT_DEFAULT_TORCH
 optional=()
 bench=false
+browser=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --python-check) optional+=(python3-torch python3-numpy) ;;
     --torch) [ $# -ge 2 ] || { echo "setup.sh: --torch needs a line (debian or pip)" >&2; exit 2; }
              line=$2; shift ;;
     --bench) bench=true ;;
-    *) echo "setup.sh: unknown option '$1' (known: --torch debian|pip, --python-check, --bench)" >&2
+    --browser-check) browser=true ;;
+    *) echo "setup.sh: unknown option '$1' (known: --torch debian|pip, --python-check, --browser-check, --bench)" >&2
        exit 2 ;;
   esac
   shift
@@ -32,6 +36,7 @@ torch_line_check "$line"
 packages=(
   g++ cmake ninja-build make pkg-config git ca-certificates
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libopencv-dev libgtest-dev zlib1g-dev
+  libgloo-dev
   dataset-fashion-mnist
 )
 if [ "$line" = debian ]; then
@@ -39,6 +44,7 @@ if [ "$line" = debian ]; then
 else
   packages+=(python3 python3-venv)
 fi
+$browser && packages+=(chromium)
 $bench && packages+=(python3 python3-venv time python3-torch python3-numpy)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }

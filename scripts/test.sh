@@ -16,7 +16,7 @@ run_suite() {  # LINE
 
 default=$VIT_DEFAULT_TORCH
 other=$(torch_line_other "$default")
-scripts/setup.sh --python-check
+scripts/setup.sh --python-check --browser-check
 scripts/build.sh
 run_suite "$default"
 

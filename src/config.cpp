@@ -85,6 +85,9 @@ void for_each_field(C& c, F&& f) {
   f("train.freeze", t.freeze);
   f("train.layer_decay", t.layer_decay);
   f("train.head_lr_scale", t.head_lr_scale);
+  f("train.dist_backend", t.dist_backend);
+  f("train.dist_timeout_s", t.dist_timeout_s);
+  f("train.dist_bucket_mb", t.dist_bucket_mb);
 
   auto& a = c.analysis;
   f("analysis.head_fusion", a.head_fusion);
@@ -394,6 +397,11 @@ void validate_train(const TrainConfig& t) {
           "train.layer_decay is " + std::to_string(t.layer_decay) + ", expected (0, 1] (1 = off)");
   require(t.head_lr_scale > 0,
           "train.head_lr_scale is " + std::to_string(t.head_lr_scale) + ", expected > 0");
+  require_choice("train.dist_backend", t.dist_backend, {"auto", "gloo", "nccl"});
+  require(t.dist_timeout_s > 0,
+          "train.dist_timeout_s is " + std::to_string(t.dist_timeout_s) + ", expected > 0");
+  require(t.dist_bucket_mb > 0,
+          "train.dist_bucket_mb is " + std::to_string(t.dist_bucket_mb) + ", expected > 0");
 }
 
 // "none", "backbone" or a block count 0..depth.

@@ -96,4 +96,12 @@ TEST_F(PyCheck, PosEmbedSimilarityAndResizeMatchPython) {
   run_script("check_pos_embed");
 }
 
+TEST_F(PyCheck, FilterPcaMatchesPython) {
+  run_script("check_filters");
+}
+
+TEST_F(PyCheck, SaliencyAndGradientRolloutMatchPython) {
+  run_script("check_saliency");
+}
+
 }  // namespace

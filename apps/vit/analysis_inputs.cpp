@@ -24,6 +24,19 @@ CLI::Validator at_least_one() {
       "N >= 1");
 }
 
+void add_sample_options(CLI::App& cmd, std::optional<int64_t>& samples,
+                        std::vector<std::string>& images, const std::string& verb,
+                        const std::string& default_key) {
+  auto* sample_option = cmd.add_option("--samples", samples,
+                                       "validation images to " + verb +
+                                           ", drawn with --seed (default " + default_key + ")")
+                            ->check(at_least_one());
+  cmd.add_option("--images", images,
+                 "image files to " + verb + " instead (any size and channel count)")
+      ->check(CLI::ExistingFile)
+      ->excludes(sample_option);
+}
+
 std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t seed) {
   std::vector<int64_t> all(static_cast<size_t>(std::max<int64_t>(available, 0)));
   std::iota(all.begin(), all.end(), 0);

@@ -5,6 +5,7 @@
 // images of a big model never hold all their attention maps at once.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct AnalysisInputs {
 // The check of --samples: a whole number of at least 1 (CLI::PositiveNumber
 // would answer 0 with a range up to 1.8e308).
 CLI::Validator at_least_one();
+
+// --samples N | --images FILE..., excluding each other: "validation images to
+// <verb>, drawn with --seed (default <default_key>)" and "image files to <verb> instead".
+void add_sample_options(CLI::App& cmd, std::optional<int64_t>& samples,
+                        std::vector<std::string>& images, const std::string& verb,
+                        const std::string& default_key);
 
 // `wanted` distinct indices of [0, available), in increasing order, drawn with
 // `seed` (the same on every platform). All of them when wanted >= available.

@@ -4,14 +4,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cmd_attention.hpp"
 #include "cmd_attn_distance.hpp"
 #include "cmd_data.hpp"
 #include "cmd_eval.hpp"
 #include "cmd_export.hpp"
+#include "cmd_filters.hpp"
 #include "cmd_info.hpp"
 #include "cmd_pos_embed.hpp"
 #include "cmd_predict.hpp"
+#include "cmd_report.hpp"
 #include "cmd_rollout.hpp"
+#include "cmd_saliency.hpp"
 #include "cmd_train.hpp"
 #include "vit/allocator.hpp"
 #include "vit/device.hpp"
@@ -29,6 +33,17 @@ void add_common_options(CLI::App& cmd, CommonOptions& options) {
       ->check(CLI::NonNegativeNumber);
   auto* quiet = cmd.add_flag("-q,--quiet", options.quiet, "log warnings and errors only");
   cmd.add_flag("-v,--verbose", options.verbose, "log debug detail")->excludes(quiet);
+}
+
+void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoint,
+                            std::optional<std::string>& config, bool reads_data) {
+  cmd.add_option("--checkpoint", checkpoint,
+                 "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--config", config,
+                 std::string("config giving a timm .safetensors file's architecture") +
+                     (reads_data ? " and data" : ""))
+      ->check(CLI::ExistingFile);
 }
 
 void apply_common_options(const CommonOptions& options, const Config* config) {
@@ -71,6 +86,10 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_attn_distance(*this);
   register_export(*this);
   register_pos_embed(*this);
+  register_filters(*this);
+  register_saliency(*this);
+  register_attention(*this);
+  register_report(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) {

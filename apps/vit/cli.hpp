@@ -26,6 +26,10 @@ struct CommonOptions {
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& options);
+// --checkpoint CKPT (an existing file; default runs/latest/best.pt) and --config
+// FILE (a timm .safetensors file's architecture, and its data when `reads_data`).
+void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoint,
+                            std::optional<std::string>& config, bool reads_data);
 // Sets the log level, thread count and seed. Call first in every run function.
 // Flags win over the config's `threads` and `seed` when both are given.
 void apply_common_options(const CommonOptions& options, const Config* config = nullptr);

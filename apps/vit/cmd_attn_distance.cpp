@@ -69,6 +69,8 @@ std::string distance_table(const std::vector<std::vector<double>>& rows) {
   return table;
 }
 
+}  // namespace
+
 int run_attn_distance(const AttnDistanceOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
@@ -109,27 +111,13 @@ int run_attn_distance(const AttnDistanceOptions& o) {
   return 0;
 }
 
-}  // namespace
-
 std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli) {
   auto options = std::make_shared<AttnDistanceOptions>();
   auto* cmd = cli.app().add_subcommand(
       "attn-distance", "Mean attention distance of every head in every layer (ViT paper, Fig. 7)");
-  cmd->add_option("--checkpoint", options->checkpoint,
-                  "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--config", options->config,
-                  "config giving a timm .safetensors file's architecture and data")
-      ->check(CLI::ExistingFile);
-  auto* samples =
-      cmd->add_option(
-             "--samples", options->samples,
-             "validation images to average, drawn with --seed (default analysis.distance_samples)")
-          ->check(at_least_one());
-  cmd->add_option("--images", options->images,
-                  "image files to average instead (any size and channel count)")
-      ->check(CLI::ExistingFile)
-      ->excludes(samples);
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
+  add_sample_options(*cmd, options->samples, options->images, "average",
+                     "analysis.distance_samples");
   cmd->add_option(
       "--out", options->out,
       "output folder for attn_distance.json, .csv (layer,head,distance_px rows) and .png "

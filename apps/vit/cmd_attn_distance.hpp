@@ -15,5 +15,7 @@ struct AttnDistanceOptions {
 };
 
 std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli);
+// Runs the command with filled-in options (also used by `vit report`).
+int run_attn_distance(const AttnDistanceOptions& o);
 
 }  // namespace vit::cli

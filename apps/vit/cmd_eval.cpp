@@ -71,6 +71,8 @@ torch::Tensor worst_grid(const EvalResult& r, const data::Dataset& split,
   return io::make_grid(tiles, options);
 }
 
+}  // namespace
+
 int run_eval(const EvalOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
@@ -102,18 +104,11 @@ int run_eval(const EvalOptions& o) {
   return 0;
 }
 
-}  // namespace
-
 std::shared_ptr<EvalOptions> register_eval(Cli& cli) {
   auto options = std::make_shared<EvalOptions>();
   auto* cmd = cli.app().add_subcommand(
       "eval", "Evaluate a checkpoint: accuracy, confusion matrix, worst images");
-  cmd->add_option("--checkpoint", options->checkpoint,
-                  "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--config", options->config,
-                  "config giving a timm .safetensors file's architecture and data")
-      ->check(CLI::ExistingFile);
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
   cmd->add_option("--split", options->split, "val | test")
       ->check(CLI::IsMember({"val", "test"}))
       ->capture_default_str();

@@ -12,5 +12,7 @@ struct EvalOptions {
 };
 
 std::shared_ptr<EvalOptions> register_eval(Cli& cli);
+// Runs the command with filled-in options (also used by `vit report`).
+int run_eval(const EvalOptions& o);
 
 }  // namespace vit::cli

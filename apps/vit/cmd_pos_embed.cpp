@@ -48,6 +48,8 @@ std::string caption(int64_t grid, int64_t source_grid) {
                      source_grid, grid);
 }
 
+}  // namespace
+
 int run_pos_embed(const PosEmbedOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
@@ -75,18 +77,11 @@ int run_pos_embed(const PosEmbedOptions& o) {
   return 0;
 }
 
-}  // namespace
-
 std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli) {
   auto options = std::make_shared<PosEmbedOptions>();
   auto* cmd = cli.app().add_subcommand(
       "pos-embed", "Cosine similarity of the position embeddings (ViT paper, Fig. 7 centre)");
-  cmd->add_option("--checkpoint", options->checkpoint,
-                  "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--config", options->config,
-                  "config giving a timm .safetensors file's architecture")
-      ->check(CLI::ExistingFile);
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/false);
   cmd->add_option("--interpolate", options->interpolate,
                   "resize the embedding to an S x S patch grid first (2-D bicubic, as vit train "
                   "--init does for another image size)")

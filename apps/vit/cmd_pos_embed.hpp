@@ -12,5 +12,7 @@ struct PosEmbedOptions {
 };
 
 std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli);
+// Runs the command with filled-in options (also used by `vit report`).
+int run_pos_embed(const PosEmbedOptions& o);
 
 }  // namespace vit::cli

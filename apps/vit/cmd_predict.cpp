@@ -73,12 +73,7 @@ std::shared_ptr<PredictOptions> register_predict(Cli& cli) {
   auto options = std::make_shared<PredictOptions>();
   auto* cmd =
       cli.app().add_subcommand("predict", "Classify images with a checkpoint (top-K classes)");
-  cmd->add_option("--checkpoint", options->checkpoint,
-                  "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--config", options->config,
-                  "config giving a timm .safetensors file's architecture")
-      ->check(CLI::ExistingFile);
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/false);
   cmd->add_option("--images", options->images, "image files (any size and channel count)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -2,8 +2,6 @@
 // samples or of the user's images: one PNG per map, grid.png and rollout.json.
 #include "cmd_rollout.hpp"
 
-#include <cctype>
-#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis_inputs.hpp"
+#include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
 #include "vit/analysis/rollout.hpp"
 #include "vit/atomic_write.hpp"
-#include "vit/io/grid.hpp"
 #include "vit/io/heatmap.hpp"
 #include "vit/io/image_io.hpp"
 
@@ -23,40 +21,6 @@ namespace vit::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int64_t kGridColumns = 4;  // each tile is two pictures wide
-constexpr size_t kMaxStemLength = 48;
-
-// Six decimals keep the file readable; 1 stays exactly 1.
-double rounded(double value) {
-  return std::round(value * 1e6) / 1e6;
-}
-
-std::vector<std::vector<double>> to_rows(const torch::Tensor& mask) {
-  const auto m = mask.to(torch::kDouble).cpu().contiguous();  // (g, g)
-  std::vector<std::vector<double>> rows(static_cast<size_t>(m.size(0)));
-  for (int64_t r = 0; r < m.size(0); ++r)
-    for (int64_t c = 0; c < m.size(1); ++c)
-      rows[r].push_back(rounded(m[r][c].item<double>()));
-  return rows;
-}
-
-// "03-cat.png" for the file cat.jpg, "00-val17.png" for sample val:17: the
-// position keeps names unique (two folders may both hold a cat.jpg) and in
-// grid order; anything but letters, digits, '-', '_' and '.' becomes '_'.
-std::string map_file_name(const std::string& id, size_t position, size_t count) {
-  std::string stem = id.rfind("val:", 0) == 0 ? "val" + id.substr(4) : fs::path(id).stem().string();
-  if (stem.size() > kMaxStemLength) stem.resize(kMaxStemLength);
-  for (char& ch : stem)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
-      ch = '_';
-  const int width = std::max<int>(2, static_cast<int>(std::to_string(count - 1).size()));
-  return fmt::format("{:0{}d}-{}.png", position, width, stem);
-}
-
-std::string class_name(const std::vector<std::string>& classes, int64_t index) {
-  return index >= 0 && index < static_cast<int64_t>(classes.size()) ? classes[index]
-                                                                    : std::to_string(index);
-}
 
 RolloutOptions analysis_options(const RolloutCommandOptions& o, const Config& config) {
   RolloutOptions options;
@@ -88,7 +52,7 @@ nlohmann::json rollout_json(const std::vector<RolloutMap>& maps, const RolloutOp
          {"predicted", m.predicted},
          {"predicted_class", class_name(loaded.class_names, m.predicted)},
          {"png", m.file},
-         {"mask", to_rows(m.mask)}});
+         {"mask", map_rows(m.mask, /*decimals=*/6)}});
   }
   return {{"grid", {grid, grid}},
           {"head_fusion", head_fusion_name(options.fusion)},
@@ -98,31 +62,32 @@ nlohmann::json rollout_json(const std::vector<RolloutMap>& maps, const RolloutOp
           {"maps", list}};
 }
 
-// Like the seed notebook: original and overlay side by side, captioned with
-// the true and predicted class (red when they differ).
 torch::Tensor rollout_grid(const std::vector<RolloutMap>& maps, const RolloutOptions& options,
                            const std::vector<std::string>& classes) {
-  std::vector<io::Tile> tiles;
-  for (const auto& m : maps) {
-    io::Tile tile;
-    tile.image = m.picture;
-    const std::string predicted = "pred: " + class_name(classes, m.predicted);
-    if (m.label >= 0) {
-      tile.caption = "true: " + class_name(classes, m.label) + "\n" + predicted;
-      if (m.label != m.predicted) tile.color = {200, 0, 0};
-    } else {
-      tile.caption = fs::path(m.id).filename().string() + "\n" + predicted;
-    }
-    tiles.push_back(tile);
-  }
-  io::GridOptions grid_options;
-  grid_options.columns = kGridColumns;
-  grid_options.title = fmt::format(
-      "Attention rollout: original | overlay ({} fusion, discard {:g}, {})",
-      head_fusion_name(options.fusion), options.discard_ratio,
-      options.source == RolloutSource::kPatchMean ? "patch-mean rows" : "class-token row");
-  return io::make_grid(tiles, grid_options);
+  std::vector<OverlayPicture> pictures;
+  for (const auto& m : maps)
+    pictures.push_back({m.picture, m.id, m.label, m.predicted});
+  return overlay_grid(
+      pictures, classes,
+      fmt::format(
+          "Attention rollout: original | overlay ({} fusion, discard {:g}, {})",
+          head_fusion_name(options.fusion), options.discard_ratio,
+          options.source == RolloutSource::kPatchMean ? "patch-mean rows" : "class-token row"));
 }
+
+// [0, 1): 1 would discard every patch link, which the rollout rejects.
+CLI::Validator discard_ratio_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !(value >= 0 && value < 1))
+          return text + " is not in [0, 1)";
+        return "";
+      },
+      "in [0, 1)");
+}
+
+}  // namespace
 
 int run_rollout(const RolloutCommandOptions& o) {
   apply_common_options(o.common);
@@ -162,41 +127,14 @@ int run_rollout(const RolloutCommandOptions& o) {
   return 0;
 }
 
-// [0, 1): 1 would discard every patch link, which the rollout rejects.
-CLI::Validator discard_ratio_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(text, value) || !(value >= 0 && value < 1))
-          return text + " is not in [0, 1)";
-        return "";
-      },
-      "in [0, 1)");
-}
-
-}  // namespace
-
 std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli) {
   auto options = std::make_shared<RolloutCommandOptions>();
   auto* cmd = cli.app().add_subcommand(
       "rollout", "Attention rollout maps of validation samples or your images");
-  cmd->add_option("--checkpoint", options->checkpoint,
-                  "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--config", options->config,
-                  "config giving a timm .safetensors file's architecture and data")
-      ->check(CLI::ExistingFile);
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
   cmd->add_option("--out", options->out, "output folder: one PNG per map, grid.png, rollout.json")
       ->required();
-  auto* samples =
-      cmd->add_option(
-             "--samples", options->samples,
-             "validation images to map, drawn with --seed (default analysis.rollout_samples)")
-          ->check(at_least_one());
-  cmd->add_option("--images", options->images,
-                  "image files to map instead (any size and channel count)")
-      ->check(CLI::ExistingFile)
-      ->excludes(samples);
+  add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
   cmd->add_option("--head-fusion", options->head_fusion,
                   "how heads are fused: mean | max | min (default analysis.head_fusion)")
       ->check(CLI::IsMember({"mean", "max", "min"}));

@@ -18,5 +18,7 @@ struct RolloutCommandOptions {
 };
 
 std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli);
+// Runs the command with filled-in options (also used by `vit report`).
+int run_rollout(const RolloutCommandOptions& o);
 
 }  // namespace vit::cli

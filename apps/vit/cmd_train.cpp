@@ -4,16 +4,19 @@
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <thread>
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "vit/atomic_write.hpp"
 #include "vit/data/load.hpp"
+#include "vit/device.hpp"
 #include "vit/error.hpp"
 #include "vit/io/figures.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/train/distributed.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/run_dir.hpp"
 #include "vit/train/stop_signal.hpp"
@@ -23,6 +26,9 @@ namespace vit::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// --profile starts after this many steps, once allocations and caches have settled.
+constexpr int64_t kProfileWarmupSteps = 10;
 
 // The config of the run: the file (+ --set), or, when resuming without
 // --config, the checkpoint's own config (+ --set).
@@ -106,31 +112,70 @@ void log_summary(const TrainSummary& s, const std::string& run_dir) {
   spdlog::info("run folder: {}", run_dir);
 }
 
+// Under torchrun: each rank's device (cuda:LOCAL_RANK for "auto" on a GPU
+// machine), its share of the cores, its logging, and the process group.
+std::unique_ptr<ProcessGroup> join_world(const DistributedEnv& env, const TrainOptions& o,
+                                         const Config& config, c10::Device* device) {
+  const std::string spec = o.common.device == "auto" ? config.device : o.common.device;
+  if (spec == "auto" && device->is_cuda())
+    *device = resolve_device("cuda:" + std::to_string(env.local_rank));
+  if (o.common.threads == 0 && config.threads == 0) {
+    // The ranks on one machine share its cores, as torchrun's OMP_NUM_THREADS intends.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_threads(std::max(1, cores / env.local_world_size));
+  }
+  if (env.rank != 0) {
+    // Rank 0 reports for all; the others speak only of trouble, with their rank.
+    spdlog::set_level(spdlog::level::warn);
+    spdlog::set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%^%l%$] %v", env.rank));
+  }
+  const std::string backend = choose_backend(config.train.dist_backend, *device);
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_timeout_s * 1000.0));
+  auto group = ProcessGroup::join(env, backend, timeout, *device);
+  spdlog::info(
+      "rank 0 of {} ({} backend, {} on this machine); train.batch_size {} is the global "
+      "batch, {} images per rank",
+      env.world_size, backend, env.local_world_size, config.train.batch_size,
+      config.train.batch_size / env.world_size);
+  return group;
+}
+
 int run_train(const TrainOptions& o) {
   const Config config = resolve_config(o);
   apply_common_options(o.common, &config);
-  const c10::Device device = chosen_device(o.common, &config);
+  c10::Device device = chosen_device(o.common, &config);
+  const auto env = distributed_env();
+  std::unique_ptr<ProcessGroup> group;
+  if (env) group = join_world(*env, o, config, &device);
+  const bool main_rank = !group || group->is_main();
   const std::string run_dir = choose_run_dir(o, config);
-  fs::create_directories(run_dir);
-  log_to_file(run_dir + "/train.log");
-  write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
+  if (main_rank) {
+    fs::create_directories(run_dir);
+    log_to_file(run_dir + "/train.log");
+    write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
+  }
   const int threads = at::get_num_threads();
   spdlog::info("run {} on {} ({} thread{}), precision {}", run_dir, device.str(), threads,
                threads == 1 ? "" : "s", config.train.precision);
 
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();
-  Trainer trainer(config, splits, device, run_dir, o.resume);
+  Trainer trainer(config, splits, device, run_dir, o.resume, group.get());
+  if (o.profile && main_rank)
+    trainer.profile(StepProfiler(*o.profile, kProfileWarmupSteps, o.profile_steps));
   TrainSummary summary;
   try {
     summary = trainer.fit();
-    draw_curves(run_dir);
+    if (main_rank) draw_curves(run_dir);
   } catch (...) {
-    point_latest_at_run(run_dir);
+    if (main_rank) point_latest_at_run(run_dir);
     throw;
   }
-  log_summary(summary, run_dir);
-  point_latest_at_run(run_dir);
+  if (main_rank) {
+    log_summary(summary, run_dir);
+    point_latest_at_run(run_dir);
+  }
   return summary.stop_reason == "interrupted" ? 130 : 0;
 }
 
@@ -149,6 +194,12 @@ std::shared_ptr<TrainOptions> register_train(Cli& cli) {
   cmd->add_option("--init", options->init,
                   "start from pretrained weights: a vit .pt or timm .safetensors (train.init)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--profile", options->profile,
+                  "record steps 11.. with LibTorch's profiler: FILE gets each operator's time per "
+                  "step (JSON), FILE.trace.json a Chrome trace");
+  cmd->add_option("--profile-steps", options->profile_steps, "steps to profile (--profile)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_train(*options); }});
   return options;

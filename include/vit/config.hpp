@@ -103,6 +103,10 @@ struct TrainConfig {
   std::string freeze = "none";  // "none" | "backbone" | "N" (embeddings + first N blocks)
   double layer_decay = 1.0;     // lr x decay^(depth + 1 - layer), BEiT/timm; 1 = off, (0, 1]
   double head_lr_scale = 1.0;   // the head's lr = lr x this (same schedule), > 0
+  // Data-parallel training under torchrun (train/distributed.hpp); ignored when running alone.
+  std::string dist_backend = "auto";  // "auto" (nccl on CUDA, gloo on CPU) | "gloo" | "nccl"
+  double dist_timeout_s = 300;        // a collective that waits longer fails (a rank died), > 0
+  double dist_bucket_mb = 25;         // gradient all-reduce bucket, MiB (DDP's default), > 0
 };
 
 struct AnalysisConfig {

@@ -14,6 +14,10 @@ metrics.jsonl does), wall seconds and peak resident memory.
 --model sdpa     F.scaled_dot_product_attention (vit's training path on >= 2.0)
 --model timm     timm's VisionTransformer, what a user would run instead
 --compile        torch.compile the model (PyTorch >= 2.0)
+--profile FILE   record steps 11..20 with PyTorch's autograd profiler and write
+                 each operator's calls, total and self time per step as JSON,
+                 in the format of `vit train --profile` (for
+                 scripts/bench/profile_table.py)
 
 Key letters: B batch, C channels, S image side, N tokens, D width, H heads,
 Dh head width.
@@ -122,6 +126,16 @@ def augment(batch, padding, generator):
                   cols]
 
 
+def write_profile(path, profiler, steps):
+    ops = [{"name": e.key, "calls_per_step": e.count / steps,
+            "total_us_per_step": e.cpu_time_total / steps,
+            "self_us_per_step": e.self_cpu_time_total / steps}
+           for e in profiler.key_averages()]
+    ops.sort(key=lambda o: -o["self_us_per_step"])
+    with open(path, "w") as f:
+        json.dump({"source": "pytorch " + torch.__version__, "steps": steps, "ops": ops}, f, indent=1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", required=True)
@@ -139,6 +153,7 @@ def main():
     p.add_argument("--heads", type=int, default=3)
     p.add_argument("--mlp-dim", type=int, default=768)
     p.add_argument("--num-classes", type=int, default=10)
+    p.add_argument("--profile")
     a = p.parse_args()
     start = time.perf_counter()
     torch.set_num_threads(a.threads)
@@ -164,7 +179,11 @@ def main():
     order = torch.randperm(len(train_x), generator=generator)
     train_seconds, seen, loss_sum = 0.0, 0, torch.zeros(())
     model.train()
+    profile_first, profile_steps, profiler = 10, 10, None
     for step in range(steps):
+        if a.profile and step == profile_first:
+            profiler = torch.autograd.profiler.profile()
+            profiler.__enter__()
         t0 = time.perf_counter()
         index = order[step * a.batch:(step + 1) * a.batch]
         images = (augment(train_x[index], 4, generator) - mean) / std  # (B, C, S, S)
@@ -180,6 +199,10 @@ def main():
         loss_sum += loss.detach()
         train_seconds += time.perf_counter() - t0
         seen += len(index)
+        if profiler is not None and step == profile_first + profile_steps - 1:
+            profiler.__exit__(None, None, None)
+            write_profile(a.profile, profiler, profile_steps)
+            profiler = None
 
     model.eval()
     correct = 0

@@ -106,19 +106,6 @@ void check_options(const RolloutOptions& options) {
   }
 }
 
-// Weights w (N) with map = w^T R: the class token's one-hot row or the mean of the
-// patch rows.
-torch::Tensor source_weights(RolloutSource source, int64_t tokens,
-                             const torch::TensorOptions& options) {
-  auto weights = torch::zeros({tokens}, options);
-  if (source == RolloutSource::kClassToken) {
-    weights[0] = 1.0;
-  } else {
-    weights.slice(/*dim=*/0, /*start=*/1).fill_(1.0 / static_cast<double>(tokens - 1));
-  }
-  return weights;
-}
-
 // rows (B,N) -> (B,g,g): the patch part, each map divided by its own maximum.
 torch::Tensor normalize_maps(const torch::Tensor& rows, int64_t grid) {
   const auto maps = rows.slice(/*dim=*/1, /*start=*/1);  // (B, P)
@@ -151,6 +138,17 @@ std::string head_fusion_name(HeadFusion fusion) {
 
 std::string rollout_source_name(RolloutSource source) {
   return source == RolloutSource::kPatchMean ? "patch_mean" : "class_token";
+}
+
+torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,
+                                     const torch::TensorOptions& options) {
+  auto weights = torch::zeros({tokens}, options);
+  if (source == RolloutSource::kClassToken) {
+    weights[0] = 1.0;
+  } else {
+    weights.slice(/*dim=*/0, /*start=*/1).fill_(1.0 / static_cast<double>(tokens - 1));
+  }
+  return weights;
 }
 
 AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentions,
@@ -224,8 +222,8 @@ torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
   const auto shape = check_attention_shapes(attentions, kWhere);
   check_options(options);
   const auto& first = attentions.front();
-  const auto weights = source_weights(options.source, shape.tokens,
-                                      torch::dtype(compute_dtype(first)).device(first.device()));
+  const auto weights = rollout_source_weights(
+      options.source, shape.tokens, torch::dtype(compute_dtype(first)).device(first.device()));
   // w^T M_L ... M_1 from the left: vector-matrix products, O(N^2) per layer instead of
   // the O(N^3) of the full product.
   auto rows = weights.expand({shape.batch, 1, shape.tokens});  // (B, 1, N)
@@ -248,7 +246,7 @@ torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSou
   const std::vector<torch::Tensor> as_list = {rollout.unsqueeze(1)};
   const auto shape = check_attention_shapes(as_list, kWhere);
   check_attention_values(as_list, kWhere);
-  const auto weights = source_weights(source, shape.tokens, rollout.options());
+  const auto weights = rollout_source_weights(source, shape.tokens, rollout.options());
   return normalize_maps(torch::matmul(weights, rollout), shape.grid);  // (B, N) -> (B, g, g)
 }
 

@@ -55,6 +55,16 @@ BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
                 (data.images.defined() ? c10::str(data.images.sizes()) : std::string("no images")) +
                 " from " + (data.source.empty() ? "an unnamed dataset" : data.source));
   }
+  if (options_.shard_count < 1 || options_.shard_index < 0 ||
+      options_.shard_index >= options_.shard_count || (!options_.train && options_.shard_count > 1))
+    throw Error("batch loader: shard " + std::to_string(options_.shard_index) + " of " +
+                std::to_string(options_.shard_count) +
+                " is not valid (training loaders only, 0 <= index < count)");
+  if (options_.batch_size % options_.shard_count != 0)
+    throw Error("train.batch_size " + std::to_string(options_.batch_size) +
+                " is not divisible by the " + std::to_string(options_.shard_count) +
+                " ranks (WORLD_SIZE): train.batch_size is the global batch, which the ranks "
+                "split evenly");
   images_ = data.images.to(options_.device).contiguous();
   labels_ = data.labels.to(options_.device);
   num_classes_ = data.num_classes();
@@ -118,7 +128,18 @@ Batch BatchLoader::assemble(int64_t epoch, int64_t step) const {
   auto augmented = augment_batch(images, out.labels, num_classes_, options_.augment, rng);
   out.images = std::move(augmented.images);
   out.targets = std::move(augmented.targets);
-  return out;
+  return shard(std::move(out));
+}
+
+Batch BatchLoader::shard(Batch batch) const {
+  if (options_.shard_count == 1) return batch;
+  const int64_t b = batch.labels.size(0);
+  const int64_t begin = b * options_.shard_index / options_.shard_count;
+  const int64_t end = b * (options_.shard_index + 1) / options_.shard_count;
+  batch.labels = batch.labels.slice(/*dim=*/0, begin, end);
+  batch.images = batch.images.slice(/*dim=*/0, begin, end);
+  if (batch.targets.defined()) batch.targets = batch.targets.slice(/*dim=*/0, begin, end);
+  return batch;
 }
 
 Batch BatchLoader::batch(int64_t epoch, int64_t step) const {

@@ -16,6 +16,7 @@ constexpr double kMinCaptionScale = 0.35;
 constexpr double kLegibleScale = 0.42;  // captions above this read easily at arm's length
 constexpr int kCaptionGap = 4;          // pixels between a tile and its caption
 constexpr int kCaptionInset = 3;        // keeps neighbouring captions from touching
+constexpr int kFooterLines = 3;
 
 struct FittedCaption {
   std::vector<std::string> lines;
@@ -112,8 +113,21 @@ at::Tensor make_grid(const std::vector<Tile>& tiles, const GridOptions& options)
   const int row_height = cell_height + caption_height + margin;
   const int width = std::max(margin + columns * (cell_width + margin),
                              detail::text_width(options.title, title_font) + 2 * margin);
-  const int height = std::max(margin + title_height + rows * row_height, 2 * margin + 1);
+  const int grid_bottom = margin + title_height + rows * row_height;
+  detail::Font footer_font{/*scale=*/0.45};
+  const std::vector<std::string> footer =
+      options.footer.empty() ? std::vector<std::string>{}
+                             : detail::fit_text(options.footer, std::max(width - 2 * margin, 16),
+                                                kFooterLines, kMinCaptionScale, footer_font);
+  const int footer_height = static_cast<int>(footer.size()) * detail::line_height(footer_font);
+  const int height =
+      std::max(grid_bottom + (footer.empty() ? 0 : footer_height + margin), 2 * margin + 1);
   cv::Mat canvas(height, width, CV_8UC3, detail::kWhite);
+  int footer_top = grid_bottom;
+  for (const std::string& line : footer) {
+    detail::put_text(canvas, line, margin, footer_top, footer_font, detail::kDarkGray);
+    footer_top += detail::line_height(footer_font);
+  }
 
   if (!options.title.empty()) {
     detail::put_text(canvas, options.title, width / 2, margin, title_font, detail::kBlack,

@@ -25,6 +25,16 @@ torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.dim}).eps(cfg.layer_norm_eps));
 }
 
+// y = x W^T + b through ATen's linear, which folds a contiguous (B, N, in)
+// input into one addmm (GEMM with the bias). The C++ frontend's Linear
+// (torch::nn::functional::linear, LibTorch 1.13) runs matmul and then a
+// separate in-place bias add for any input that is not 2-D: one more pass
+// over every activation, forward and backward (LibTorch's profiler: 107
+// add_ against PyTorch's 25 addmm per step of the issue-14 job).
+torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  return at::linear(x, layer->weight, layer->bias);
+}
+
 }  // namespace
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
@@ -52,7 +62,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
 
 std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1);
-  return qkv(x)                               // (B, N, 3*I)
+  return linear(qkv, x)                       // (B, N, 3*I)
       .reshape({B, N, 3, heads_, head_dim_})  // (B, N, 3, H, Dh)
       .permute({2, 0, 3, 1, 4})               // (3, B, H, N, Dh)
       .unbind(0);                             // q, k, v: (B, H, N, Dh)
@@ -60,8 +70,9 @@ std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
 
 torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(2);
-  return proj_drop(proj(x.transpose(1, 2)                            // (B, N, H, Dh)
-                            .reshape({B, N, heads_ * head_dim_})));  // (B, N, I) -> (B, N, D)
+  return proj_drop(
+      linear(proj, x.transpose(1, 2)                            // (B, N, H, Dh)
+                       .reshape({B, N, heads_ * head_dim_})));  // (B, N, I) -> (B, N, D)
 }
 
 std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
@@ -99,7 +110,7 @@ MlpImpl::MlpImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return drop(fc2(drop(torch::gelu(fc1(x)))));  // (B, N, M) inside, (B, N, D) out
+  return drop(linear(fc2, drop(torch::gelu(linear(fc1, x)))));  // (B, N, M) inside, (B, N, D) out
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg) {

@@ -12,6 +12,7 @@
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/train/distributed.hpp"
 #include "vit/train/fine_tune.hpp"
 #include "vit/train/lr_schedule.hpp"
 #include "vit/train/metrics_log.hpp"
@@ -55,15 +56,45 @@ double recorded_elapsed(const std::string& run_dir, int64_t up_to_step) {
   return elapsed;
 }
 
+// This rank's contiguous share of an evaluation split (all of it when alone).
+data::Dataset share_of(const data::Dataset& split, const ProcessGroup* group) {
+  if (!group) return split;
+  const int64_t n = split.size(), rank = group->rank(), world = group->world_size();
+  return split.subset(torch::arange(n * rank / world, n * (rank + 1) / world, torch::kInt64));
+}
+
+data::LoaderOptions train_loader_options(const Config& config, c10::Device device,
+                                         const ProcessGroup* group) {
+  auto options = data::loader_options(config, device, /*train=*/true);
+  if (group) {
+    options.shard_index = group->rank();
+    options.shard_count = group->world_size();
+  }
+  return options;
+}
+
+// Every parameter and buffer from rank 0, so all ranks start from the same
+// weights whatever their seeds or files said.
+void broadcast_model(VisionTransformer& model, ProcessGroup& group) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->parameters()) {
+    auto data = p.data();
+    group.broadcast_from_main(data, "the weight broadcast");
+  }
+  for (auto& b : model->buffers())
+    group.broadcast_from_main(b, "the weight broadcast");
+}
+
 }  // namespace
 
 Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
-                 std::optional<std::string> resume)
+                 std::optional<std::string> resume, ProcessGroup* group)
     : config_(std::move(config)),
       splits_(std::move(splits)),
       device_(device),
       run_dir_(std::move(run_dir)),
       resume_(std::move(resume)),
+      group_(group),
       early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
       scaler_(config_.train.precision == "fp16") {
   if (splits_.train.num_classes() != config_.model.num_classes)
@@ -78,9 +109,9 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   model_->to(device_);
   prepare_for_fine_tuning();
   optimizer_ = make_optimizer(model_, config_.train);
-  train_loader_ = std::make_unique<data::BatchLoader>(splits_.train,
-                                                      data::loader_options(config_, device_, true));
-  val_loader_ = std::make_unique<data::BatchLoader>(splits_.val,
+  train_loader_ = std::make_unique<data::BatchLoader>(
+      splits_.train, train_loader_options(config_, device_, group_));
+  val_loader_ = std::make_unique<data::BatchLoader>(share_of(splits_.val, group_),
                                                     data::loader_options(config_, device_, false));
   steps_per_epoch_ = train_loader_->batches_per_epoch();
   if (steps_per_epoch_ == 0)
@@ -90,6 +121,18 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
 }
 
 Trainer::~Trainer() = default;
+
+bool Trainer::is_main() const {
+  return !group_ || group_->is_main();
+}
+
+// Every rank must train the same model on the same data: the resolved
+// config (its hash) must match, and the weights start as rank 0's.
+void Trainer::check_ranks_agree() {
+  group_->require_same(std::hash<std::string>{}(config_to_json_string(config_)),
+                       "the resolved config (config file, --set, --seed)");
+  broadcast_model(model_, *group_);
+}
 
 // Before the optimizer lays the parameters out: pretrained weights for a new
 // run (a resumed run restores its own), then the frozen parameters, which the
@@ -131,9 +174,12 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
           : torch::nn::functional::cross_entropy(
                 logits, batch.labels,
                 torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
-  const double loss_value = loss.item<double>();
-  if (!std::isfinite(loss_value)) stop_on_non_finite("training loss", loss_value, step_ + 1);
+  const StepResult result = step_statistics(loss, logits, batch);
+  if (!std::isfinite(result.loss)) stop_on_non_finite("training loss", result.loss, step_ + 1);
   scaler_.scale(loss).backward();
+  if (group_)
+    group_->average_gradients(optimizer_->gradients(),
+                              static_cast<int64_t>(config_.train.dist_bucket_mb * (1 << 20)));
   const bool finite = scaler_.unscale(optimizer_->gradients());
   if (finite) {
     if (config_.train.grad_clip > 0) {
@@ -145,8 +191,33 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
     optimizer_->step(lr);
   }
   scaler_.update(finite);
+  return result;
+}
+
+Trainer::StepResult Trainer::step_statistics(const at::Tensor& loss, const at::Tensor& logits,
+                                             const data::Batch& batch) {
+  const double loss_value = loss.item<double>();
   const int64_t correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum().item<int64_t>();
-  return {loss_value, correct, batch.labels.size(0)};
+  const int64_t count = batch.labels.size(0);
+  if (!group_) return {loss_value, correct, count, stop_requested()};
+  // One small all-reduce per step: the global loss and accuracy for the log,
+  // and the stop flag, so that a signal to any rank stops all at this step.
+  // Every rank sees the same (maybe non-finite) loss and stops together.
+  auto totals =
+      torch::tensor({loss_value, double(correct), double(count), stop_requested() ? 1.0 : 0.0},
+                    torch::kDouble)
+          .to(group_->device());
+  group_->all_reduce_sum(totals, "the step's loss all-reduce");
+  totals = totals.cpu();
+  const auto* t = totals.data_ptr<double>();
+  return {t[0] / group_->world_size(), static_cast<int64_t>(t[1]), static_cast<int64_t>(t[2]),
+          t[3] > 0};
+}
+
+EvalResult Trainer::evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
+                                   const std::string& precision) {
+  EvalResult local = evaluate(model, loader, config_.model.num_classes, precision);
+  return group_ ? combine_across_ranks(std::move(local), *group_) : local;
 }
 
 void Trainer::stop_on_non_finite(const std::string& what, double value, int64_t step) const {
@@ -174,11 +245,12 @@ CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) cons
 }
 
 void Trainer::save(const std::string& name, bool finished, const std::string& stop_reason) {
+  if (!is_main()) return;  // the ranks hold the same weights and optimizer state
   save_training_checkpoint(run_dir_ + "/" + name, model_, *optimizer_, meta(finished, stop_reason));
 }
 
 TrainSummary Trainer::fit() {
-  fs::create_directories(run_dir_);
+  if (is_main()) fs::create_directories(run_dir_);
   TrainSummary summary;
   const int64_t total_steps = config_.train.epochs * steps_per_epoch_;
   if (resume_) {
@@ -192,9 +264,11 @@ TrainSummary Trainer::fit() {
     totals_ = m.since_validation;
     elapsed_before_ = m.elapsed_s > 0 ? m.elapsed_s : recorded_elapsed(run_dir_, step_);
   }
-  MetricsLog metrics(run_dir_, resume_ ? step_ : -1);
+  if (group_) check_ranks_agree();
+  std::optional<MetricsLog> metrics;
+  if (is_main()) metrics.emplace(run_dir_, resume_ ? step_ : -1);
   session_start_ = Clock::now();
-  Progress progress(Progress::stderr_is_terminal(), config_.train.log_every_s);
+  Progress progress(is_main() && Progress::stderr_is_terminal(), config_.train.log_every_s);
 
   const int64_t first_step = step_;
   while (summary.stop_reason.empty() && step_ < total_steps) {
@@ -203,7 +277,9 @@ TrainSummary Trainer::fit() {
       progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
     const auto step_start = Clock::now();
     const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
+    profiler_.before_step(step_);
     const auto result = train_step(train_loader_->batch(epoch, in_epoch), lr);
+    profiler_.after_step(step_);
     ++step_;
     totals_.train_seconds += seconds_since(step_start);
     totals_.loss_sum += result.loss;
@@ -215,8 +291,7 @@ TrainSummary Trainer::fit() {
 
     if (validation_due(step_)) {
       progress.clear();
-      const EvalResult val =
-          evaluate(model_, *val_loader_, config_.model.num_classes, config_.train.precision);
+      const EvalResult val = evaluate_split(model_, *val_loader_, config_.train.precision);
       // Weights that went bad without a non-finite training loss (for
       // example, with gradient clipping off) must not reach a checkpoint.
       if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
@@ -232,7 +307,7 @@ TrainSummary Trainer::fit() {
       r.lr = lr;
       r.images_per_sec = images_per_sec;
       r.elapsed_s = elapsed_before_ + seconds_since(session_start_);
-      metrics.append(r);
+      if (metrics) metrics->append(r);
       totals_ = {};  // the checkpoints below start a new interval
       spdlog::info(
           "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "
@@ -248,7 +323,7 @@ TrainSummary Trainer::fit() {
       save("last.pt", finished,
            finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
     }
-    if (summary.stop_reason.empty() && stop_requested()) {
+    if (summary.stop_reason.empty() && result.stop) {
       progress.clear();
       summary.stop_reason = "interrupted";
       save("last.pt", /*finished=*/false, "");
@@ -262,23 +337,30 @@ TrainSummary Trainer::fit() {
   summary.best_step = early_stopping_.best_step();
   summary.train_seconds = seconds_since(session_start_);
   if (summary.stop_reason != "interrupted") summary.test = test_best();
-  write_summary(summary);
+  if (is_main()) write_summary(summary);
   return summary;
 }
 
 std::optional<EvalResult> Trainer::test_best() {
   if (splits_.test.size() == 0) return std::nullopt;
   const auto best = run_dir_ + "/best.pt";
-  if (!fs::exists(best)) return std::nullopt;
+  // Rank 0 wrote best.pt; it says whether there is one, and sends its weights.
+  auto have_best = torch::tensor({is_main() && fs::exists(best) ? 1 : 0}, torch::kInt64);
+  if (group_) {
+    have_best = have_best.to(group_->device());
+    group_->broadcast_from_main(have_best, "the test's start");
+  }
+  if (have_best.item<int64_t>() == 0) return std::nullopt;
   // best.pt's weights go into a separate model, so the trainer's own state
   // (the last step's weights) stays as it is.
-  const LoadedModel loaded = load_model(best);
-  auto model = loaded.model;
+  VisionTransformer model = is_main() ? load_model(best).model : VisionTransformer(config_.model);
   model->to(device_);
-  const data::BatchLoader test_loader(splits_.test, data::loader_options(config_, device_, false));
+  if (group_) broadcast_model(model, *group_);
+  const data::BatchLoader test_loader(share_of(splits_.test, group_),
+                                      data::loader_options(config_, device_, false));
   // fp32, like `vit eval` and `vit predict`, so the summary's test accuracy is
   // the one those commands report for best.pt.
-  return evaluate(model, test_loader, config_.model.num_classes, "fp32");
+  return evaluate_split(model, test_loader, "fp32");
 }
 
 void Trainer::write_summary(const TrainSummary& s) const {

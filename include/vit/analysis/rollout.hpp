@@ -29,6 +29,11 @@ enum class RolloutSource {
 };
 std::string rollout_source_name(RolloutSource source);  // "class_token" | "patch_mean"
 
+// Weights w (N) with map = w^T R: the class token's one-hot row, or 1/(N-1) on
+// every patch row (their mean). Shared with gradient rollout (saliency.hpp).
+torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,
+                                     const torch::TensorOptions& options);
+
 struct RolloutOptions {
   HeadFusion fusion = HeadFusion::kMean;
   // Per sample and layer, the k = floor(discard_ratio * P*P) smallest patch-to-patch

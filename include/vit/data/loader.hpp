@@ -23,6 +23,11 @@ struct LoaderOptions {
   std::vector<double> mean;        // per channel (or one value for all), [0, 1] pixels
   std::vector<double> std;         // per channel (or one value for all)
   AugmentConfig augment;           // used when train is true
+  // Data parallelism (training only): batch_size is the global batch, which
+  // every rank makes whole, with the order and augmentation draws of one
+  // process, keeping rows [B * index / count, B * (index + 1) / count).
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
 };
 
 // The loader settings a config asks for: train.batch_size and data.augment
@@ -51,6 +56,7 @@ class BatchLoader {
   at::Tensor order(int64_t epoch) const;
 
   // Batch `step` (0-based) of epoch `epoch`; any (epoch, step) in any order.
+  // This rank's slice of it when sharded.
   Batch batch(int64_t epoch, int64_t step) const;
 
   // Augmented images in [0, 1] before normalisation (for looking at them).
@@ -62,6 +68,7 @@ class BatchLoader {
   // The batch after augmentation: uint8 when only crop/flip ran, else float in [0, 1].
   Batch assemble(int64_t epoch, int64_t step) const;
   at::Tensor normalize(const at::Tensor& images) const;
+  Batch shard(Batch batch) const;  // this rank's rows of a global batch
 
   LoaderOptions options_;
   at::Tensor images_;  // uint8 (N, C, S, S) on the device

@@ -23,6 +23,7 @@ struct GridOptions {
   int64_t caption_lines = 2;   // lines a caption may take before it is shrunk and cut
   double font_scale = 0.5;     // Hershey scale of captions (0.5 = ~11 px capitals)
   std::string title;           // optional line above the grid
+  std::string footer;          // optional note under the grid (wrapped, up to 3 lines)
 };
 
 // A white picture of `tiles` in rows of `options.columns`, each tile above its

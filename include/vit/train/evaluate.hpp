@@ -10,6 +10,8 @@
 
 namespace vit {
 
+class ProcessGroup;
+
 struct EvalResult {
   double loss = 0;                // mean cross-entropy (no label smoothing)
   double accuracy = 0;            // fraction in [0, 1]
@@ -25,5 +27,11 @@ struct EvalResult {
 // under no_grad, with autocast for "bf16"/"fp16". Leaves the model in eval mode.
 EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
                     const std::string& precision);
+
+// Data parallelism: each rank evaluated its share of a split; the sum of their
+// losses and confusion matrices gives the loss, accuracy and per-class
+// accuracy of the whole split, the same as one process would report. The
+// per-image tensors (losses, predictions, labels) stay this rank's own.
+EvalResult combine_across_ranks(EvalResult local, ProcessGroup& group);
 
 }  // namespace vit

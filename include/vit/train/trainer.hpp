@@ -19,6 +19,7 @@
 #include "vit/train/evaluate.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
+#include "vit/train/step_profiler.hpp"
 
 namespace vit {
 
@@ -34,26 +35,42 @@ struct TrainSummary {
   double train_seconds = 0;  // wall time of this invocation's training loop
 };
 
+class ProcessGroup;
+
 class Trainer {
  public:
   // splits: train (after the hold-out and limits), val (early stopping and
   // model selection) and test (used once, at the end; may be empty).
   // run_dir receives best.pt, last.pt, metrics.jsonl, metrics.csv and summary.json.
   // resume: a last.pt (or best.pt) to continue from.
+  // group: the data-parallel world (train/distributed.hpp), or null to train
+  // alone. With one, every rank trains on its slice of each global batch,
+  // evaluates its share of val and test, and only rank 0 writes files.
   Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
-          std::optional<std::string> resume = {});
+          std::optional<std::string> resume = {}, ProcessGroup* group = nullptr);
   ~Trainer();
 
   TrainSummary fit();
+  // Profile some steps of fit() (train/step_profiler.hpp).
+  void profile(StepProfiler profiler) { profiler_ = std::move(profiler); }
 
   VisionTransformer& model() { return model_; }
 
  private:
   struct StepResult {
-    double loss;
-    int64_t correct;
+    double loss;      // mean over the global batch
+    int64_t correct;  // over the global batch
     int64_t count;
+    bool stop;  // SIGINT/SIGTERM reached this process, or any rank
   };
+  bool is_main() const;
+  // The step's loss and accuracy (reduced over the ranks) and the stop flag.
+  StepResult step_statistics(const at::Tensor& loss, const at::Tensor& logits,
+                             const data::Batch& batch);
+  // val or test on this rank's share, combined over the ranks.
+  EvalResult evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
+                            const std::string& precision);
+  void check_ranks_agree();
   void prepare_for_fine_tuning();  // train.init, train.freeze
   StepResult train_step(const data::Batch& batch, double lr);
   bool validation_due(int64_t step) const;
@@ -69,11 +86,13 @@ class Trainer {
   c10::Device device_;
   std::string run_dir_;
   std::optional<std::string> resume_;
+  ProcessGroup* group_ = nullptr;
   VisionTransformer model_{nullptr};
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
   LossScaler scaler_;
+  StepProfiler profiler_;
   int64_t step_ = 0;
   int64_t steps_per_epoch_ = 0;
   RunningTotals totals_;       // since the last validation; saved in checkpoints

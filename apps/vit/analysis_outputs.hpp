@@ -1,0 +1,38 @@
+#pragma once
+// What the map-drawing commands (`vit rollout`, `vit saliency`, `vit attention`)
+// share on the way out: file names for per-image PNGs, JSON rows of a map,
+// class names, and the captioned grid of original | overlay pictures.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace vit::cli {
+
+// "03-cat.png" for the file cat.jpg, "00-val17.png" for sample val:17: the
+// position keeps names unique (two folders may both hold a cat.jpg) and in
+// grid order; anything but letters, digits, '-', '_' and '.' becomes '_'.
+std::string map_file_name(const std::string& id, size_t position, size_t count);
+
+// The class's name, or its index when the model has no names for it.
+std::string class_name(const std::vector<std::string>& classes, int64_t index);
+
+// A 2-D map (rows, columns) as JSON rows: rounded to `decimals` decimals, or
+// as float32 gives them for decimals < 0 (raw values of any size).
+std::vector<std::vector<double>> map_rows(const at::Tensor& map, int decimals = -1);
+
+// One picture of an overlay grid and what its caption says.
+struct OverlayPicture {
+  at::Tensor picture;  // uint8 RGB, e.g. io::heatmap_beside's original | overlay
+  std::string id;      // the file's path or "val:I"
+  int64_t label = -1;  // the true class; -1 when unknown (--images)
+  int64_t predicted = 0;
+};
+
+// Like the seed notebook: captioned "true: A / pred: B" (red when they
+// differ) or with the file's name, four to a row, under `title`.
+at::Tensor overlay_grid(const std::vector<OverlayPicture>& pictures,
+                        const std::vector<std::string>& classes, const std::string& title);
+
+}  // namespace vit::cli

@@ -1,0 +1,114 @@
+// vit filters: the principal components of the patch-embedding filters (ViT
+// paper, Fig. 7 left). Writes filters.json ({"patch_size", "channels",
+// "explained_variance_ratio": [k], "components": [[C*P*P] x k]}), filters.csv
+// and filters.png.
+//
+// filters.csv, one row per component, counted from 1 as in the picture:
+//   component,explained_variance,explained_variance_ratio,cumulative_ratio
+//   1,0.01234,0.3121,0.3121
+#include "cmd_filters.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "model_inputs.hpp"
+#include "vit/analysis/filter_pca.hpp"
+#include "vit/atomic_write.hpp"
+#include "vit/io/filter_figure.hpp"
+#include "vit/io/image_io.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  const auto c = t.to(torch::kDouble).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+nlohmann::json filters_json(const FilterPca& pca, const ModelConfig& model,
+                            const std::string& checkpoint) {
+  nlohmann::json components = nlohmann::json::array();
+  for (int64_t i = 0; i < pca.components.size(0); ++i)
+    components.push_back(to_vector(pca.components[i]));
+  return {{"patch_size", model.patch_size},
+          {"channels", model.channels},
+          {"filters", model.dim},
+          {"checkpoint", checkpoint},
+          {"explained_variance", to_vector(pca.explained_variance)},
+          {"explained_variance_ratio", to_vector(pca.explained_variance_ratio)},
+          {"components", components}};
+}
+
+std::string filters_csv(const FilterPca& pca) {
+  const auto variance = to_vector(pca.explained_variance);
+  const auto ratio = to_vector(pca.explained_variance_ratio);
+  std::string csv = "component,explained_variance,explained_variance_ratio,cumulative_ratio\n";
+  double cumulative = 0;
+  for (size_t i = 0; i < ratio.size(); ++i) {
+    cumulative += ratio[i];
+    csv += fmt::format("{},{:.6g},{:.6g},{:.6g}\n", i + 1, variance[i], ratio[i], cumulative);
+  }
+  return csv;
+}
+
+std::string footer(const FilterPca& pca, const ModelConfig& model) {
+  const double shown = pca.explained_variance_ratio.sum().item<double>();
+  return fmt::format(
+      "PCA of the {} patch-embedding filters ({}x{}x{} each), centred; components in order of "
+      "variance, each tile stretched from its own minimum (black) to maximum (white). The {} "
+      "shown explain {:.1f}% of the variance. Smooth, low-frequency patterns here mean the "
+      "model has learned basis functions like the ViT paper's Fig. 7.",
+      model.dim, model.channels, model.patch_size, model.patch_size, pca.components.size(0),
+      100 * shown);
+}
+
+}  // namespace
+
+int run_filters(const FiltersOptions& o) {
+  apply_common_options(o.common);
+  const c10::Device device = chosen_device(o.common);
+  const LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  const ModelConfig& model = loaded.config.model;
+  const FilterPca pca = filter_pca(loaded.model->patch_embed->proj->weight, o.count);
+
+  const fs::path out =
+      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "filters";
+  write_text_atomically((out / "filters.json").string(),
+                        filters_json(pca, model, loaded.path).dump() + "\n");
+  write_text_atomically((out / "filters.csv").string(), filters_csv(pca));
+  io::FilterFigureOptions figure;
+  figure.title = fmt::format("Principal components of the patch-embedding filters ({})",
+                             fs::path(loaded.path).filename().string());
+  figure.footer = footer(pca, model);
+  io::write_png(out / "filters.png",
+                io::render_filters(pca.components, pca.explained_variance_ratio, model.channels,
+                                   model.patch_size, figure));
+  spdlog::info("wrote filters.json, .csv and .png ({} components) to {}", pca.components.size(0),
+               out.string());
+  return 0;
+}
+
+std::shared_ptr<FiltersOptions> register_filters(Cli& cli) {
+  auto options = std::make_shared<FiltersOptions>();
+  auto* cmd = cli.app().add_subcommand(
+      "filters", "Principal components of the patch-embedding filters (ViT paper, Fig. 7 left)");
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/false);
+  cmd->add_option("--count", options->count,
+                  "components to list and draw (at most min(dim - 1, C*P*P))")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->capture_default_str();
+  cmd->add_option("--out", options->out,
+                  "output folder for filters.json, .csv and .png (default: filters next to the "
+                  "checkpoint)");
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options] { return run_filters(*options); }});
+  return options;
+}
+
+}  // namespace vit::cli

@@ -1,0 +1,160 @@
+// vit saliency: which pixels (grad, grad-x-input) or patches (grad-rollout,
+// Chefer et al. 2021) move the logit of the explained class, for validation
+// samples or the user's images. Writes saliency.json ({"method", "maps":
+// [{"image", "label", "class", "mask"}]}, masks raw), one PNG per map
+// (original | overlay, the overlay scaled to the map's maximum) and grid.png.
+#include "cmd_saliency.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis_inputs.hpp"
+#include "analysis_outputs.hpp"
+#include "model_inputs.hpp"
+#include "vit/analysis/saliency.hpp"
+#include "vit/atomic_write.hpp"
+#include "vit/error.hpp"
+#include "vit/io/heatmap.hpp"
+#include "vit/io/image_io.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SaliencyMap {
+  std::string id, file;
+  torch::Tensor mask;  // float (S, S) or (g, g), raw
+  int64_t label = -1;  // -1: unknown (--images)
+  int64_t explained = 0, predicted = 0;
+};
+
+// Every image's map, `batch_size` images per backward pass.
+std::vector<SaliencyMap> compute_maps(LoadedModel& loaded, const AnalysisInputs& inputs,
+                                      SaliencyMethod method, std::optional<int64_t> target,
+                                      c10::Device device) {
+  const Config& config = loaded.config;
+  const RolloutSource source =
+      config.model.pool == "mean" ? RolloutSource::kPatchMean : RolloutSource::kClassToken;
+  const int64_t count = inputs.pixels.size(0);
+  const int64_t batch_size = attention_batch_size(config.model);
+  std::vector<SaliencyMap> maps(static_cast<size_t>(count));
+  for (int64_t first = 0; first < count; first += batch_size) {
+    const auto pixels = inputs.pixels.slice(/*dim=*/0, first, std::min(first + batch_size, count));
+    const auto classes =
+        target ? torch::full({pixels.size(0)}, *target, torch::kLong) : torch::Tensor();
+    const Saliency s = compute_saliency(loaded.model, normalize_pixels(pixels, config, device),
+                                        method, classes, source);
+    const auto predicted = s.logits.argmax(/*dim=*/1).cpu();
+    const auto explained = s.classes.cpu();
+    for (int64_t i = 0; i < pixels.size(0); ++i) {
+      SaliencyMap& m = maps[first + i];
+      m.mask = s.maps[i].cpu();
+      m.predicted = predicted[i].item<int64_t>();
+      m.explained = explained[i].item<int64_t>();
+    }
+  }
+  return maps;
+}
+
+nlohmann::json saliency_json(const std::vector<SaliencyMap>& maps, SaliencyMethod method,
+                             std::optional<int64_t> target, const LoadedModel& loaded) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& m : maps) {
+    const bool known = m.label >= 0;
+    list.push_back({{"image", m.id},
+                    {"label", known ? nlohmann::json(m.label) : nlohmann::json(nullptr)},
+                    {"class", m.explained},
+                    {"class_name", class_name(loaded.class_names, m.explained)},
+                    {"predicted", m.predicted},
+                    {"png", m.file},
+                    {"mask", map_rows(m.mask)}});
+  }
+  return {{"method", saliency_method_name(method)},
+          {"requested_class", target ? nlohmann::json(*target) : nlohmann::json(nullptr)},
+          {"checkpoint", loaded.path},
+          {"maps", list}};
+}
+
+std::string grid_title(SaliencyMethod method, std::optional<int64_t> target,
+                       const std::vector<std::string>& classes) {
+  const std::string what = method == SaliencyMethod::kGradRollout
+                               ? "gradient rollout (Chefer et al. 2021)"
+                           : method == SaliencyMethod::kGrad ? "|d logit / d pixel|"
+                                                             : "|input x gradient|";
+  return fmt::format("Saliency, {}: original | overlay, explaining {}", what,
+                     target ? "class " + class_name(classes, *target) : "the predicted class");
+}
+
+void check_target(std::optional<int64_t> target, const ModelConfig& model) {
+  if (target && (*target < 0 || *target >= model.num_classes))
+    throw Error(fmt::format("--class {} is outside the model's classes 0..{}", *target,
+                            model.num_classes - 1));
+}
+
+}  // namespace
+
+int run_saliency(const SaliencyOptions& o) {
+  apply_common_options(o.common);
+  const c10::Device device = chosen_device(o.common);
+  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  const Config& config = loaded.config;
+  check_target(o.target_class, config.model);
+  const SaliencyMethod method = parse_saliency_method(o.method);
+  const AnalysisInputs inputs =
+      choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.rollout_samples),
+                             o.common.seed.value_or(config.seed), config);
+
+  std::vector<SaliencyMap> maps = compute_maps(loaded, inputs, method, o.target_class, device);
+  const fs::path out =
+      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "saliency";
+  std::vector<OverlayPicture> pictures;
+  for (size_t i = 0; i < maps.size(); ++i) {
+    SaliencyMap& m = maps[i];
+    m.id = inputs.ids[i];
+    m.file = map_file_name(m.id, i, maps.size());
+    if (inputs.labels.defined()) m.label = inputs.labels[static_cast<int64_t>(i)].item<int64_t>();
+    // The picture is scaled to the map's own maximum; the JSON keeps it raw.
+    const auto peak = m.mask.max().item<double>();
+    const auto picture = io::heatmap_beside(inputs.pixels[static_cast<int64_t>(i)],
+                                            peak > 0 ? m.mask / peak : m.mask);
+    io::write_png(out / m.file, picture);
+    pictures.push_back({picture, m.id, m.label, m.predicted});
+  }
+  io::write_png(out / "grid.png",
+                overlay_grid(pictures, loaded.class_names,
+                             grid_title(method, o.target_class, loaded.class_names)));
+  write_text_atomically((out / "saliency.json").string(),
+                        saliency_json(maps, method, o.target_class, loaded).dump() + "\n");
+  spdlog::info("wrote {} {} maps, grid.png and saliency.json to {}", maps.size(),
+               saliency_method_name(method), out.string());
+  return 0;
+}
+
+std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
+  auto options = std::make_shared<SaliencyOptions>();
+  auto* cmd = cli.app().add_subcommand(
+      "saliency", "Gradient saliency maps of validation samples or your images");
+  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
+  cmd->add_option("--out", options->out,
+                  "output folder: one PNG per map, grid.png, saliency.json (default: saliency "
+                  "next to the checkpoint)");
+  add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
+  cmd->add_option("--method", options->method,
+                  "grad: |d logit/d x| (max over channels); grad-x-input: |sum_c x * d logit/d x|; "
+                  "grad-rollout: gradient-weighted attention rollout (Chefer et al. 2021)")
+      ->check(CLI::IsMember({"grad", "grad-x-input", "grad-rollout"}))
+      ->capture_default_str();
+  cmd->add_option("--class", options->target_class,
+                  "class index K to explain (default: each image's predicted class)")
+      ->check(CLI::NonNegativeNumber);
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options] { return run_saliency(*options); }});
+  return options;
+}
+
+}  // namespace vit::cli

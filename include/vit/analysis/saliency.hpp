@@ -1,0 +1,60 @@
+#pragma once
+// Saliency: which input pixels or patches move one class's logit.
+//   grad          max over channels of |d logit_c / d x|               (B, S, S)
+//   grad-x-input  |sum over channels of x * d logit_c / d x|           (B, S, S)
+//   grad-rollout  gradient-weighted attention rolled out over layers    (B, g, g)
+//                 (Chefer, Gur & Wolf, 2021: "Generic Attention-model
+//                 Explainability", eqs. 5-6):
+//                   A_bar_l = mean over heads of (dlogit_c/dA_l * A_l)^+
+//                   R_0 = I,   R_l = R_{l-1} + A_bar_l R_{l-1}
+//                 A_bar multiplies from the left, as in the paper (vit-explain's
+//                 gradient rollout multiplies the other way, its issue #6).
+// x is the normalised input the model sees; c the explained class. Maps are
+// raw: neither rescaled nor clipped beyond what the formulas say.
+//
+// Shape key: L layers, B batch, C channels, S image side, H heads,
+//            N = 1 + g*g tokens (class token first), K classes.
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "vit/analysis/rollout.hpp"
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit {
+
+enum class SaliencyMethod { kGrad, kGradXInput, kGradRollout };
+
+// "grad" | "grad-x-input" | "grad-rollout"; anything else throws vit::Error listing them.
+SaliencyMethod parse_saliency_method(const std::string& text);
+std::string saliency_method_name(SaliencyMethod method);
+
+// The grad-rollout map from the attention (B,H,N,N) of every layer and the
+// gradient of the explained logit with respect to it (same shapes): the class
+// token's row of R (kClassToken) or the mean of its patch rows (kPatchMean),
+// patch columns only -> (B, g, g), float64 for float64 input, else float32.
+// Throws vit::Error for shapes check_attention_shapes rejects or gradients that
+// do not match the attention.
+at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
+                            const std::vector<at::Tensor>& gradients,
+                            RolloutSource source = RolloutSource::kClassToken);
+
+struct Saliency {
+  at::Tensor maps;     // float (B, S, S) for grad and grad-x-input, (B, g, g) for grad-rollout
+  at::Tensor logits;   // float (B, K), detached
+  at::Tensor classes;  // int64 (B): the explained class of each image
+};
+
+// Runs `model` (in eval mode, so images do not interact) on `inputs` float
+// (B, C, S, S), normalised, and differentiates the chosen logit of each image:
+// classes[b] for a defined int64 (B) `classes`, else the predicted class. The
+// gradients come from torch::autograd::grad on the input and on the attention
+// tensors forward_with_attention returns (no hooks); the parameters' .grad
+// stays untouched. grad-rollout reads the map from `source`'s rows. Throws
+// vit::Error for a class outside [0, K).
+Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, SaliencyMethod method,
+                          const at::Tensor& classes = {},
+                          RolloutSource source = RolloutSource::kClassToken);
+
+}  // namespace vit

@@ -1,0 +1,96 @@
+#pragma once
+// Data-parallel training on torch.distributed's c10d: vit joins the world that
+// torchrun describes in its environment (RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT) through a TCPStore and a process group (Gloo on
+// CPU, NCCL on CUDA). There is no launcher and no transport of our own.
+//
+// Every rank holds the whole model and optimizer; gradients are averaged over
+// the ranks before the optimizer step, so every rank takes the same step and
+// the weights stay identical without being sent around.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+namespace vit {
+
+// One process's place in the world, from torchrun's environment.
+struct DistributedEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;        // the rank on this machine: picks cuda:LOCAL_RANK
+  int local_world_size = 1;  // ranks on this machine: they share its cores
+  std::string master_addr;
+  int master_port = 0;
+  // torchrun's agent already serves the store at MASTER_ADDR:MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True); every rank connects as a client.
+  bool agent_store = false;
+};
+
+// The environment of this process when torchrun (or anything that sets the
+// same variables) started it; nullopt when none of them is set (vit runs
+// alone). `lookup` is getenv by default. Throws vit::Error for a partial or
+// malformed set, naming the variable, the value and what was expected.
+std::optional<DistributedEnv> distributed_env(
+    const std::function<const char*(const char*)>& lookup = {});
+
+// "nccl" for a CUDA device and "gloo" for the CPU when `requested` is "auto";
+// otherwise `requested`, checked against the device and this build.
+std::string choose_backend(const std::string& requested, c10::Device device);
+
+class ProcessGroup {
+ public:
+  // Connects to the store and builds the process group; every rank blocks
+  // here until all have arrived or `timeout` has passed. The timeout also
+  // bounds every later collective, so a dead rank ends the others with an
+  // error instead of a hang.
+  // `device` is where the collectives' tensors live (CUDA for NCCL).
+  static std::unique_ptr<ProcessGroup> join(const DistributedEnv& env, const std::string& backend,
+                                            std::chrono::milliseconds timeout, c10::Device device);
+  // For tests: ranks of one process (threads) sharing an in-memory store.
+  // `store` comes from make_local_store().
+  static std::unique_ptr<ProcessGroup> join_local(const std::shared_ptr<void>& store, int rank,
+                                                  int world_size,
+                                                  std::chrono::milliseconds timeout);
+  static std::shared_ptr<void> make_local_store();
+  ~ProcessGroup();
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  bool is_main() const { return rank_ == 0; }
+  const std::string& backend() const { return backend_; }
+  c10::Device device() const { return device_; }
+
+  // Sums `tensor` over the ranks, in place.
+  void all_reduce_sum(at::Tensor& tensor, const char* what);
+  // Averages a flat gradient vector over the ranks, in place, in buckets of
+  // at most `bucket_bytes`, all in flight at once (as DDP's buckets are).
+  void average_gradients(at::Tensor& flat, int64_t bucket_bytes);
+  // Replaces `tensor` on every rank with rank 0's, in place.
+  void broadcast_from_main(at::Tensor& tensor, const char* what);
+  // Throws vit::Error on every rank unless all ranks passed the same value
+  // (for example the hash of the resolved config).
+  void require_same(uint64_t value, const std::string& what);
+
+ private:
+  struct Impl;
+  ProcessGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::string backend,
+               c10::Device device);
+  // Runs one collective; an error from c10d becomes a vit::Error naming this
+  // rank and the collective.
+  template <typename F>
+  void run(const char* what, F&& collective);
+
+  std::unique_ptr<Impl> impl_;
+  int rank_;
+  int world_size_;
+  std::string backend_;
+  c10::Device device_;
+};
+
+}  // namespace vit

@@ -1,0 +1,258 @@
+#include "vit/train/distributed.hpp"
+
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "vit/error.hpp"
+
+#if defined(VIT_WITH_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace vit {
+namespace {
+
+// LibTorch 2 split the process group into a front (ProcessGroup) and the
+// backends behind it; the backend class carries the collectives we call.
+#if TORCH_VERSION_MAJOR >= 2
+using Backend = c10d::Backend;
+#else
+using Backend = c10d::ProcessGroup;
+#endif
+
+// Keys of our own under the store, apart from those of torchrun's agent.
+constexpr const char* kStorePrefix = "vit";
+
+int parse_int(const char* name, const char* text, int low, int high) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < low || value > high)
+    throw Error(fmt::format("{}='{}': expected an integer in {}..{} (set by torchrun)", name, text,
+                            low, high));
+  return static_cast<int>(value);
+}
+
+// c10::Error's what() carries a backtrace; its first line says what happened.
+std::string first_line(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
+  return text.substr(0, text.find('\n'));
+}
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
+    std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch; otherwise
+  // the address this machine's hostname resolves to, or loopback.
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface)
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  else
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  return options;
+}
+
+c10::intrusive_ptr<Backend> make_backend(const std::string& backend,
+                                         const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                         int world_size, std::chrono::milliseconds timeout) {
+  if (backend == "gloo")
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size,
+                                                       gloo_options(timeout));
+#if defined(VIT_WITH_NCCL)
+  if (backend == "nccl") {
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+  }
+#endif
+  throw Error("train.dist_backend '" + backend + "' is not available in this build of vit");
+}
+
+}  // namespace
+
+std::optional<DistributedEnv> distributed_env(
+    const std::function<const char*(const char*)>& lookup) {
+  const auto get = [&](const char* name) -> const char* {
+    const char* value = lookup ? lookup(name) : std::getenv(name);
+    return value && *value ? value : nullptr;
+  };
+  const char* required[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  std::vector<std::string> missing;
+  for (const char* name : required)
+    if (!get(name)) missing.push_back(name);
+  if (missing.size() == std::size(required) && !get("LOCAL_RANK")) return std::nullopt;
+  if (!missing.empty())
+    throw Error(fmt::format(
+        "torchrun's environment is incomplete: {} not set (a distributed run needs RANK, "
+        "WORLD_SIZE, MASTER_ADDR and MASTER_PORT; launch with torchrun --no-python)",
+        fmt::join(missing, ", ")));
+  DistributedEnv env;
+  env.world_size =
+      parse_int("WORLD_SIZE", get("WORLD_SIZE"), 1, std::numeric_limits<int>::max() / 2);
+  env.rank = parse_int("RANK", get("RANK"), 0, env.world_size - 1);
+  env.local_rank = get("LOCAL_RANK") ? parse_int("LOCAL_RANK", get("LOCAL_RANK"), 0, env.rank) : 0;
+  env.local_world_size =
+      get("LOCAL_WORLD_SIZE")
+          ? parse_int("LOCAL_WORLD_SIZE", get("LOCAL_WORLD_SIZE"), 1, env.world_size)
+          : 1;
+  env.master_addr = get("MASTER_ADDR");
+  env.master_port = parse_int("MASTER_PORT", get("MASTER_PORT"), 1, 65535);
+  const char* agent = get("TORCHELASTIC_USE_AGENT_STORE");
+  env.agent_store = agent && std::string(agent) == "True";
+  return env;
+}
+
+std::string choose_backend(const std::string& requested, c10::Device device) {
+  const std::string backend =
+      requested != "auto" ? requested : (device.is_cuda() ? "nccl" : "gloo");
+  if (backend == "nccl" && !device.is_cuda())
+    throw Error("train.dist_backend nccl needs a CUDA device, and this run is on " + device.str() +
+                " (use gloo, or auto)");
+#if !defined(VIT_WITH_NCCL)
+  if (backend == "nccl")
+    throw Error(
+        "train.dist_backend nccl: this build of vit has no NCCL (it needs a LibTorch with CUDA); "
+        "use gloo");
+#endif
+  return backend;
+}
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<Backend> backend;
+};
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Impl> impl, int rank, int world_size,
+                           std::string backend, c10::Device device)
+    : impl_(std::move(impl)),
+      rank_(rank),
+      world_size_(world_size),
+      backend_(std::move(backend)),
+      device_(device) {}
+
+ProcessGroup::~ProcessGroup() = default;
+
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistributedEnv& env,
+                                                 const std::string& backend,
+                                                 std::chrono::milliseconds timeout,
+                                                 c10::Device device) {
+  auto impl = std::make_unique<Impl>();
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<uint16_t>(env.master_port);
+    // Under torchrun the agent serves the store; launched by hand (the same
+    // variables, no agent), rank 0 serves it.
+    options.isServer = !env.agent_store && env.rank == 0;
+    options.numWorkers = static_cast<size_t>(env.world_size);
+    options.waitWorkers = false;
+    options.timeout = timeout;
+    options.multiTenant = true;
+    const auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    impl->store = c10::make_intrusive<c10d::PrefixStore>(kStorePrefix, tcp);
+    impl->backend = make_backend(backend, impl->store, env.rank, env.world_size, timeout);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // torchrun's store speaks the wire protocol of its own PyTorch version.
+    const std::string hint = env.agent_store
+                                 ? fmt::format(
+                                       " (torchrun must come from the PyTorch version of vit's "
+                                       "LibTorch, {})",
+                                       TORCH_VERSION)
+                                 : "";
+    throw Error(fmt::format("rank {} of {}: cannot join the process group at {}:{} ({}): {}{}",
+                            env.rank, env.world_size, env.master_addr, env.master_port, backend,
+                            first_line(e), hint));
+  }
+  return std::unique_ptr<ProcessGroup>(
+      new ProcessGroup(std::move(impl), env.rank, env.world_size, backend, device));
+}
+
+std::shared_ptr<void> ProcessGroup::make_local_store() {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  return std::make_shared<c10::intrusive_ptr<c10d::Store>>(std::move(store));
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::join_local(const std::shared_ptr<void>& store, int rank,
+                                                       int world_size,
+                                                       std::chrono::milliseconds timeout) {
+  auto impl = std::make_unique<Impl>();
+  impl->store = *std::static_pointer_cast<c10::intrusive_ptr<c10d::Store>>(store);
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  impl->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, rank, world_size,
+                                                              std::move(options));
+  return std::unique_ptr<ProcessGroup>(
+      new ProcessGroup(std::move(impl), rank, world_size, "gloo", c10::kCPU));
+}
+
+template <typename F>
+void ProcessGroup::run(const char* what, F&& collective) {
+  try {
+    collective();
+  } catch (const std::exception& e) {
+    throw Error(fmt::format(
+        "rank {} of {}: {} failed ({}); another rank has probably stopped, see its log: {}", rank_,
+        world_size_, what, backend_, first_line(e)));
+  }
+}
+
+void ProcessGroup::all_reduce_sum(at::Tensor& tensor, const char* what) {
+  run(what, [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    impl_->backend->allreduce(tensors)->wait();
+  });
+}
+
+void ProcessGroup::average_gradients(at::Tensor& flat, int64_t bucket_bytes) {
+  const int64_t per_bucket = std::max<int64_t>(1, bucket_bytes / int64_t(flat.element_size()));
+  const int64_t n = flat.numel();
+  run("the gradient all-reduce", [&] {
+    // Buckets are views of the flat buffer: reduced in place, no copies.
+    std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+    std::vector<std::vector<at::Tensor>> buckets;
+    buckets.reserve(size_t((n + per_bucket - 1) / per_bucket));
+    for (int64_t begin = 0; begin < n; begin += per_bucket) {
+      buckets.push_back({flat.slice(/*dim=*/0, begin, std::min(n, begin + per_bucket))});
+      pending.push_back(impl_->backend->allreduce(buckets.back()));
+    }
+    for (auto& work : pending)
+      work->wait();
+  });
+  flat.div_(world_size_);
+}
+
+void ProcessGroup::broadcast_from_main(at::Tensor& tensor, const char* what) {
+  run(what, [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    impl_->backend->broadcast(tensors)->wait();  // root 0 by default
+  });
+}
+
+void ProcessGroup::require_same(uint64_t value, const std::string& what) {
+  // Rank 0's value to everyone, then the count of ranks that differ, so that
+  // every rank fails together instead of some waiting for the others.
+  const auto options = torch::TensorOptions().dtype(torch::kInt64).device(device_);
+  auto mine = torch::tensor({static_cast<int64_t>(value)}, options);
+  auto main_value = mine.clone();
+  broadcast_from_main(main_value, "the start-up check");
+  auto differs = main_value.ne(mine).to(torch::kInt64);
+  all_reduce_sum(differs, "the start-up check");
+  if (differs.item<int64_t>() > 0)
+    throw Error(fmt::format(
+        "rank {} of {}: {} differs between the ranks ({} rank(s) disagree with rank 0); every "
+        "rank must run the same command",
+        rank_, world_size_, what, differs.item<int64_t>()));
+}
+
+}  // namespace vit

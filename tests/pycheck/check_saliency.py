@@ -1,0 +1,77 @@
+"""Check 7, saliency: `vit saliency` (saliency.json) gives the maps PyTorch
+autograd gives on the same random model and images, within 1e-4:
+  grad          max over channels of |d logit_c / d x|
+  grad-x-input  |sum over channels of x * d logit_c / d x|
+  grad-rollout  Chefer et al. (2021): A_bar = mean over heads of
+                (dlogit_c/dA * A)^+, R = I, R = R + A_bar R per layer; the
+                class token's row (pool cls) or the mean of the patch rows
+                (pool mean), patch columns.
+x is the normalised input; c the predicted class, or --class. The attention
+gradients come from retain_grad() on the Python model's attention tensors.
+The reverse product (vit-explain's issue #6) must differ from the Python maps
+by more than 100x the tolerance, so the check can tell the orders apart.
+
+Models A (cls pooling, RGB) and B (mean pooling, gray), three images each.
+"""
+
+import json
+import sys
+
+import torch
+
+import vitpy
+
+TOLERANCE = 1e-4  # measured ~1e-6: float32 in both
+
+
+def python_saliency(model, pixels, data, classes, reverse=False):
+    x = vitpy.normalize(pixels, data["mean"], data["std"]).requires_grad_(True)
+    logits, attentions = model(x)
+    for a in attentions:
+        a.retain_grad()
+    if classes is None:
+        classes = logits.argmax(1)
+    logits.gather(1, classes[:, None]).sum().backward()
+    g = x.grad.double()
+    maps = {"grad": g.abs().amax(1), "grad-x-input": (x.detach().double() * g).sum(1).abs()}
+    B, _, N, _ = attentions[0].shape
+    R = torch.eye(N, dtype=torch.float64).expand(B, N, N).clone()
+    for a in attentions:
+        a_bar = (a.grad.double() * a.detach().double()).clamp(min=0).mean(1)
+        R = R + (R @ a_bar if reverse else a_bar @ R)
+    grid = round((N - 1) ** 0.5)
+    rows = R[:, 0, 1:] if model.m["pool"] == "cls" else R[:, 1:, 1:].mean(1)
+    maps["grad-rollout"] = rows.reshape(B, grid, grid)
+    return maps, classes
+
+
+def check_model(report, vit, work, name, config, with_metadata, generator):
+    model, model_args = vitpy.write_random_model(work, name, config, with_metadata, generator)
+    pixels, images = vitpy.write_random_images(work, name, 3, config["model"], generator)
+    for target in (None, 1):
+        expected, classes = python_saliency(model, pixels, config["data"],
+                                            None if target is None else torch.full((3,), target))
+        reverse, _ = python_saliency(model, pixels, config["data"], classes, reverse=True)
+        for method in ("grad", "grad-x-input", "grad-rollout"):
+            what = f"model {name} ({config['model']['pool']} pool), {method}, class {target or 'predicted'}"
+            out = work / f"{name}-{method}-{target}"
+            flags = () if target is None else ("--class", target)
+            vitpy.run_vit(vit, "saliency", *model_args, "--images", *images, "--out", out, "--method", method,
+                          *flags)
+            result = json.loads((out / "saliency.json").read_text())
+            report.equal(f"{what}: method and images", (result["method"], [m["image"] for m in result["maps"]]),
+                         (method, [str(p) for p in images]))
+            report.equal(f"{what}: explained classes", [m["class"] for m in result["maps"]], classes.tolist())
+            ours = torch.tensor([m["mask"] for m in result["maps"]], dtype=torch.float64)
+            report.close(f"{what}: maps vs Python", ours, expected[method], TOLERANCE)
+            if method == "grad-rollout":
+                # On a random model the two orders differ by ~1e-4..1e-3; vit must sit
+                # 100x closer to the paper's order than to the reverse one.
+                diff = (ours - expected[method]).abs().max().item()
+                gap = (ours - reverse[method]).abs().max().item()
+                report.equal(f"{what}: the reverse order is {gap:.3g} away, > 100x vit's {diff:.3g}",
+                             gap > 100 * diff and gap > 1e-5, True)
+
+
+if __name__ == "__main__":
+    sys.exit(vitpy.run_check(__doc__, "saliency", 7, vitpy.models_a_and_b(check_model, "pycheck-saliency")))

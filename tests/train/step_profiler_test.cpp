@@ -1,0 +1,62 @@
+// train/step_profiler: LibTorch's profiler over chosen training steps, its
+// operator table and Chrome trace.
+#include "vit/train/step_profiler.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/trained_checkpoint.hpp"
+#include "error_of.hpp"
+
+namespace vit {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotals) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("vit_step_profiler_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  testing::write_block_cifar(dir / "cifar");
+  Config config = testing::block_config(dir / "cifar");  // 2 blocks, 5 steps an epoch
+  config.train.epochs = 1;
+  Trainer trainer(config, data::load_data(config), c10::kCPU, (dir / "run").string());
+  const auto path = (dir / "profile.json").string();
+  trainer.profile(StepProfiler(path, /*first=*/1, /*count=*/2));
+  trainer.fit();
+
+  const auto table = testing::read_json(path);
+  EXPECT_EQ(table["source"], "vit");
+  EXPECT_EQ(table["steps"], 2);
+  std::map<std::string, nlohmann::json> ops;
+  double previous_self = 1e30;
+  for (const auto& op : table["ops"]) {
+    ops[op["name"]] = op;
+    EXPECT_LE(op["self_us_per_step"].get<double>(), op["total_us_per_step"].get<double>() + 1e-6)
+        << op["name"];
+    EXPECT_GE(op["self_us_per_step"].get<double>(), 0.0) << op["name"];
+    EXPECT_LE(op["self_us_per_step"].get<double>(), previous_self);  // sorted by self time
+    previous_self = op["self_us_per_step"].get<double>();
+  }
+  // Each step's forward runs every Linear as one addmm, the 3-D ones too:
+  // 2 blocks x (qkv, proj, fc1, fc2) + the head = 9 a step.
+  ASSERT_TRUE(ops.count("aten::addmm"));
+  EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(), 9.0);
+  EXPECT_DOUBLE_EQ(ops["aten::layer_norm"]["calls_per_step"].get<double>(), 5.0);  // 2 x 2 + final
+  const auto trace = testing::read_json(path + ".trace.json");
+  EXPECT_GT(trace["traceEvents"].size(), 100u);
+  EXPECT_EQ(trace["traceEvents"][0]["ph"], "X");
+  fs::remove_all(dir);
+}
+
+TEST(StepProfiler, NeedsAtLeastOneStep) {
+  EXPECT_EQ(testing::error_of([] { StepProfiler("p.json", 10, 0); }),
+            "--profile-steps 0 after step 10: expected at least 1 step");
+}
+
+}  // namespace
+}  // namespace vit
