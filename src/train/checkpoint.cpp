@@ -58,26 +58,23 @@ void save_training_checkpoint(const std::string& path, VisionTransformer& model,
     archive.write(kCpuRngKey, at::detail::getDefaultCPUGenerator().get_state());
     // LibTorch's own file writer does not check every write, so the archive
     // streams through a CheckedFile. LibTorch calls the writer from its zip
-    // code, which an exception must not cross: a failed write is recorded and
-    // reported to LibTorch as a short write, which makes save_to throw.
+    // code, which an exception must not cross, and a short write is no better:
+    // LibTorch 1.13's zip writer then throws again from its destructor, which
+    // ends the process. So the first failed write is recorded, every byte is
+    // reported as written (the rest are dropped), and the error is thrown once
+    // save_to has returned.
     CheckedFile file(temp);
     std::string write_error;
     const auto write = [&](const void* data, size_t size) -> size_t {
-      if (!write_error.empty()) return 0;
+      if (!write_error.empty()) return size;
       try {
         file.write(data, size);
-        return size;
       } catch (const Error& e) {
         write_error = e.what();
-        return 0;
       }
+      return size;
     };
-    try {
-      archive.save_to(write);
-    } catch (const std::exception&) {
-      if (!write_error.empty()) throw Error(write_error);
-      throw;
-    }
+    archive.save_to(write);
     if (!write_error.empty()) throw Error(write_error);
     file.close();
   });
