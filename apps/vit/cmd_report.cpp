@@ -19,6 +19,7 @@
 #include "cmd_saliency.hpp"
 #include "report_page.hpp"
 #include "vit/atomic_write.hpp"
+#include "vit/data/reuse_loaded_data.hpp"
 #include "vit/error.hpp"
 
 namespace vit::cli {
@@ -84,6 +85,7 @@ int run_report(const ReportOptions& o) {
   const fs::path run = fs::path(o.run);
   check_run(run);
   const ReportAssets assets{run / "report"};
+  const data::ReuseLoadedData read_the_dataset_once;
   run_analyses(o, run_checkpoint(run).string(), assets);
   const fs::path page = run / "report.html";
   write_text_atomically(page.string(), report_page(run, assets));
