@@ -88,6 +88,7 @@ at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
   for (auto l = shape.layers - 1; l >= 0; --l) {
     rows = rows + torch::bmm(rows, weighted_attention(attentions[l], gradients[l], dtype));
   }
+  rows = rows - weights;  // w^T (R - I): only what attention added
   return rows.squeeze(1)
       .slice(/*dim=*/1, /*start=*/1)
       .reshape({shape.batch, shape.grid, shape.grid});  // (B, g, g)

@@ -45,16 +45,17 @@ TEST(GradientRollout, MultipliesInThePapersOrder) {
       << map;
 }
 
-// Patch-mean source: rows 1..4 of R = (I + A_bar_2)(I + A_bar_1), averaged.
-// Row 1 = e1 + e4 (A_bar_1 row 4 is 0); row 2 = e2 + e3; rows 3, 4 = e3, e4.
-// Mean over 4 rows of patch columns: [1, 1, 2, 2] / 4.
+// Patch-mean source: rows 1..4 of R - I, R = (I + A_bar_2)(I + A_bar_1), averaged.
+// Row 1 of R = e1 + e4 (A_bar_1 row 4 is 0); row 2 = e2 + e3; rows 3, 4 = e3, e4.
+// Minus I: row 1 = e4, row 2 = e3, rows 3, 4 = 0. Mean over 4 rows of patch
+// columns: [0, 0, 1, 1] / 4 (with the identity, every patch would gain 1/4).
 TEST(GradientRollout, PatchMeanSource) {
   const auto noise = torch::full({5, 5}, 0.7, torch::kDouble);
   const auto [a1, g1] = layer(e(0, 1) + e(2, 3), noise);
   const auto [a2, g2] = layer(e(0, 2) + e(1, 4), noise);
   const auto map = gradient_rollout({a1, a2}, {g1, g2}, RolloutSource::kPatchMean);
   EXPECT_TRUE(
-      torch::allclose(map[0], torch::tensor({0.25, 0.25, 0.5, 0.5}, torch::kDouble).view({2, 2})))
+      torch::allclose(map[0], torch::tensor({0.0, 0.0, 0.25, 0.25}, torch::kDouble).view({2, 2})))
       << map;
 }
 

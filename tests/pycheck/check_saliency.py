@@ -3,9 +3,9 @@ autograd gives on the same random model and images, within 1e-4:
   grad          max over channels of |d logit_c / d x|
   grad-x-input  |sum over channels of x * d logit_c / d x|
   grad-rollout  Chefer et al. (2021): A_bar = mean over heads of
-                (dlogit_c/dA * A)^+, R = I, R = R + A_bar R per layer; the
-                class token's row (pool cls) or the mean of the patch rows
-                (pool mean), patch columns.
+                (dlogit_c/dA * A)^+, R = I, R = R + A_bar R per layer; of
+                R - I, the class token's row (pool cls) or the mean of the
+                patch rows (pool mean), patch columns.
 x is the normalised input; c the predicted class, or --class. The attention
 gradients come from retain_grad() on the Python model's attention tensors.
 The reverse product (vit-explain's issue #6) must differ from the Python maps
@@ -40,6 +40,7 @@ def python_saliency(model, pixels, data, classes, reverse=False):
         a_bar = (a.grad.double() * a.detach().double()).clamp(min=0).mean(1)
         R = R + (R @ a_bar if reverse else a_bar @ R)
     grid = round((N - 1) ** 0.5)
+    R = R - torch.eye(N, dtype=torch.float64)
     rows = R[:, 0, 1:] if model.m["pool"] == "cls" else R[:, 1:, 1:].mean(1)
     maps["grad-rollout"] = rows.reshape(B, grid, grid)
     return maps, classes

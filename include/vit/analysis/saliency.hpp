@@ -9,6 +9,11 @@
 //                   R_0 = I,   R_l = R_{l-1} + A_bar_l R_{l-1}
 //                 A_bar multiplies from the left, as in the paper (vit-explain's
 //                 gradient rollout multiplies the other way, its issue #6).
+//                 The map is read from R_L - I: what attention added to each
+//                 token. For the class token's row that is R's own row (its
+//                 patch columns hold no identity); for the mean of the patch
+//                 rows, the identity would add the same 1/g^2 to every patch
+//                 and drown the signal on a mean-pooled model.
 // x is the normalised input the model sees; c the explained class. Maps are
 // raw: neither rescaled nor clipped beyond what the formulas say.
 //
@@ -32,7 +37,7 @@ std::string saliency_method_name(SaliencyMethod method);
 
 // The grad-rollout map from the attention (B,H,N,N) of every layer and the
 // gradient of the explained logit with respect to it (same shapes): the class
-// token's row of R (kClassToken) or the mean of its patch rows (kPatchMean),
+// token's row of R - I (kClassToken) or the mean of its patch rows (kPatchMean),
 // patch columns only -> (B, g, g), float64 for float64 input, else float32.
 // Throws vit::Error for shapes check_attention_shapes rejects or gradients that
 // do not match the attention.
