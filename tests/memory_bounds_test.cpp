@@ -15,19 +15,12 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include "under_asan.hpp"
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/error.hpp"
 #include "vit/model/checkpoint.hpp"
 #include "vit/model/safetensors.hpp"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define VIT_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VIT_UNDER_ASAN 1
-#endif
-#endif
 
 namespace vit {
 namespace {

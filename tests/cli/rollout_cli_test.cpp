@@ -161,7 +161,10 @@ TEST_F(RolloutEndToEnd, SamplesFromTheValidationSplitWithTheirLabels) {
   std::vector<std::string> first, other;
   for (const auto& m : j["maps"])
     first.push_back(m["image"]);
-  for (const auto& m : rollout("other", {"--seed", "6"})["maps"])
+  // Kept in a variable: a range-for over rollout(...)["maps"] reads the
+  // temporary json after its end (ASan found it).
+  const nlohmann::json reseeded = rollout("other", {"--seed", "6"});
+  for (const auto& m : reseeded["maps"])
     other.push_back(m["image"]);
   EXPECT_NE(first, other);
 }
