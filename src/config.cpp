@@ -506,7 +506,7 @@ Config parse_config_string(const std::string& text, const std::string& source_na
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e908
     throw Error(source_name + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   try {

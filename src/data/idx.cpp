@@ -14,6 +14,7 @@ namespace {
 
 constexpr uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
 constexpr uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
+constexpr uint32_t kMaxImageSide = 65536;
 
 uint32_t big_endian_u32(const uint8_t* bytes) {
   return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) |
@@ -53,6 +54,13 @@ IdxData read_idx(const fs::path& file, uint32_t magic, size_t dims, const char* 
   for (size_t d = 0; d < dims; ++d) {
     const uint32_t n = big_endian_u32(head + 4 * (1 + d));
     if (d > 0 && n == 0) throw Error(where + ": dimension " + std::to_string(d) + " is 0");
+    // An image side past this is no image; LibTorch cannot even describe an
+    // empty tensor of such sides (its strides overflow; found by fuzz_idx).
+    if (d > 0 && n > kMaxImageSide) {
+      throw Error(where + ": dimension " + std::to_string(d) + " is " + std::to_string(n) +
+                  ", more than the " + std::to_string(kMaxImageSide) +
+                  " pixels an image side may have");
+    }
     out.sizes.push_back(n);
     payload *= n;
     shape += (d ? " x " : "") + std::to_string(n);

@@ -89,6 +89,17 @@ TEST_F(IdxTest, RejectsTruncatedAndOverlongFiles) {
             "tiny: 2 bytes is too short for an IDX header (4-byte magic number)");
 }
 
+// No images, of sides whose strides overflow int64: LibTorch crashed copying
+// the empty tensor (found by fuzz_idx; tests/fuzz_regressions/idx/ holds it).
+TEST_F(IdxTest, RejectsImageSidesNoImageHas) {
+  write("wide", idx_bytes(2051, {0, 3173800479u, 4236181504u}, ""));
+  EXPECT_EQ(error_of([&] { vit::data::read_idx_images(root_ / "wide"); }),
+            "wide: dimension 1 is 3173800479, more than the 65536 pixels an image side may have");
+  write("edge", idx_bytes(2051, {0, 1, 65536}, ""));
+  EXPECT_EQ(vit::data::read_idx_images(root_ / "edge").sizes(),
+            (std::vector<int64_t>{0, 1, 1, 65536}));
+}
+
 TEST_F(IdxTest, RejectsACutOffGzipStream) {
   write("full.gz", idx_bytes(2051, {2, 2, 3}, kPixels), /*gzip=*/true);
   const auto size = fs::file_size(root_ / "full.gz");
