@@ -4,8 +4,8 @@
 # default LibTorch line, and runs ctest there. Any report fails the run.
 #   scripts/sanitize.sh            build and run every test
 #   scripts/sanitize.sh REGEX      build, then run the tests whose names match
-# LibTorch, OpenBLAS and OpenMP are not instrumented; the few reports that come
-# from inside them are silenced by scripts/sanitize.supp (and only those).
+# LibTorch, OpenBLAS and OpenMP are not instrumented; the leaks that come from
+# inside them are silenced by scripts/sanitize.supp (and only those).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build-asan

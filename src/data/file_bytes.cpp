@@ -1,7 +1,7 @@
 #include "vit/data/file_bytes.hpp"
 
 #include <cstdio>
-#include <new>
+#include <exception>
 #include <string>
 
 #include <zlib.h>
@@ -36,9 +36,7 @@ std::vector<uint8_t> read_file_bytes(const fs::path& path) {
   std::vector<uint8_t> bytes;
   try {
     bytes.resize(size);
-  } catch (const std::bad_alloc&) {
-    throw Error(path.string() + ": its " + std::to_string(size) + " bytes do not fit in memory");
-  } catch (const std::length_error&) {
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
     throw Error(path.string() + ": its " + std::to_string(size) + " bytes do not fit in memory");
   }
   if (size > 0 && std::fread(bytes.data(), 1, size, file.get()) != size) {
