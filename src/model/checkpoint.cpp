@@ -8,6 +8,7 @@
 #include "vit/error.hpp"
 #include "vit/model/safetensors.hpp"
 #include "vit/model/weights.hpp"
+#include "vit/model/zip_check.hpp"
 
 namespace vit {
 namespace {
@@ -34,16 +35,8 @@ void check_model_fits_file(const ModelConfig& model, const std::string& path,
 }
 
 LoadedModel load_pt(const std::string& path, const std::optional<std::string>& config_path) {
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-  } catch (const std::exception& e) {  // c10::Error, and others from its TorchScript importer
-    throw Error(path + ": not a readable vit checkpoint (" + first_line_of(e) + ")");
-  }
-  c10::IValue meta_value;
-  if (!archive.try_read(kMetaKey, meta_value) || !meta_value.isString())
-    throw Error(path + ": not a vit checkpoint (no '" + std::string(kMetaKey) + "' record)");
-  const CheckpointMeta meta = meta_from_json(meta_value.toStringRef(), path);
+  torch::serialize::InputArchive archive = open_checkpoint_archive(path);
+  const CheckpointMeta meta = read_meta_record(archive, path);
   if (config_path) {
     const auto diffs = architecture_differences(load_config(*config_path).model, meta.config.model);
     if (!diffs.empty())
@@ -115,6 +108,25 @@ LoadedModel load_safetensors_model(const std::string& path,
 }
 
 }  // namespace
+
+torch::serialize::InputArchive open_checkpoint_archive(const std::string& path) {
+  if (const auto problem = zip_archive_problem(path))
+    throw Error(path + ": not a readable vit checkpoint (" + *problem + ")");
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const std::exception& e) {  // c10::Error, and others from its TorchScript importer
+    throw Error(path + ": not a readable vit checkpoint (" + first_line_of(e) + ")");
+  }
+  return archive;
+}
+
+CheckpointMeta read_meta_record(torch::serialize::InputArchive& archive, const std::string& path) {
+  c10::IValue meta;
+  if (!archive.try_read(kMetaKey, meta) || !meta.isString())
+    throw Error(path + ": not a vit checkpoint (no '" + std::string(kMetaKey) + "' record)");
+  return meta_from_json(meta.toStringRef(), path);
+}
 
 // Fields that fix the tensors' shapes; a config that differs in any of them
 // describes another architecture.

@@ -11,23 +11,6 @@ namespace {
 constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kCpuRngKey = "rng_cpu";
 
-torch::serialize::InputArchive open_archive(const std::string& path) {
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-  } catch (const std::exception& e) {  // c10::Error, and others from its TorchScript importer
-    throw Error(path + ": not a readable vit checkpoint (" + first_line_of(e) + ")");
-  }
-  return archive;
-}
-
-CheckpointMeta read_meta(torch::serialize::InputArchive& archive, const std::string& path) {
-  c10::IValue meta;
-  if (!archive.try_read(kMetaKey, meta) || !meta.isString())
-    throw Error(path + ": not a vit checkpoint (no '" + std::string(kMetaKey) + "' record)");
-  return meta_from_json(meta.toStringRef(), path);
-}
-
 // Module::load would give each parameter the file's storage; the optimizer
 // holds the parameters as views of its flat buffer, so the values are read
 // into a fresh model and copied over instead.
@@ -81,14 +64,14 @@ void save_training_checkpoint(const std::string& path, VisionTransformer& model,
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {
-  auto archive = open_archive(path);
-  return read_meta(archive, path);
+  auto archive = open_checkpoint_archive(path);
+  return read_meta_record(archive, path);
 }
 
 CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransformer& model,
                                            Optimizer& optimizer) {
-  auto archive = open_archive(path);
-  CheckpointMeta meta = read_meta(archive, path);
+  auto archive = open_checkpoint_archive(path);
+  CheckpointMeta meta = read_meta_record(archive, path);
   const auto diffs = architecture_differences(model->config(), meta.config.model);
   if (!diffs.empty())
     throw Error(path + ": the checkpoint's architecture differs from the model's (" +

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/serialize/input-archive.h>
+
 #include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
 
@@ -69,5 +71,12 @@ std::string resolve_checkpoint_path(const std::optional<std::string>& given,
 // Names used inside the archive, shared with train/checkpoint.cpp.
 constexpr const char* kMetaKey = "meta";
 constexpr const char* kModelKey = "model";
+
+// The .pt file's archive, after every zip record passed its CRC-32 check
+// (model/zip_check.hpp); a vit::Error for a damaged or foreign file.
+torch::serialize::InputArchive open_checkpoint_archive(const std::string& path);
+
+// The archive's "meta" record; a vit::Error when it has none.
+CheckpointMeta read_meta_record(torch::serialize::InputArchive& archive, const std::string& path);
 
 }  // namespace vit
