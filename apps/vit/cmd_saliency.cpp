@@ -1,8 +1,10 @@
 // vit saliency: which pixels (grad, grad-x-input) or patches (grad-rollout,
 // Chefer et al. 2021) move the logit of the explained class, for validation
 // samples or the user's images. Writes saliency.json ({"method", "maps":
-// [{"image", "label", "class", "mask"}]}, masks raw), one PNG per map
-// (original | overlay, the overlay scaled to the map's maximum) and grid.png.
+// [{"image", "label", "class", "mask"}]}, masks raw), saliency.csv (one row
+// per image: its label, the explained class with its logit and probability,
+// and where the map peaks), one PNG per map (original | overlay, the overlay
+// scaled to the map's maximum) and grid.png.
 #include "cmd_saliency.hpp"
 
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "vit/analysis/saliency.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
+#include "vit/io/csv.hpp"
 #include "vit/io/heatmap.hpp"
 #include "vit/io/image_io.hpp"
 
@@ -31,6 +34,7 @@ struct SaliencyMap {
   torch::Tensor mask;  // float (S, S) or (g, g), raw
   int64_t label = -1;  // -1: unknown (--images)
   int64_t explained = 0, predicted = 0;
+  double logit = 0, probability = 0;  // of the explained class
 };
 
 // Every image's map, `batch_size` images per backward pass.
@@ -49,13 +53,17 @@ std::vector<SaliencyMap> compute_maps(LoadedModel& loaded, const AnalysisInputs&
         target ? torch::full({pixels.size(0)}, *target, torch::kLong) : torch::Tensor();
     const Saliency s = compute_saliency(loaded.model, normalize_pixels(pixels, config, device),
                                         method, classes, source);
-    const auto predicted = s.logits.argmax(/*dim=*/1).cpu();
+    const auto logits = s.logits.to(torch::kCPU, torch::kDouble);
+    const auto probabilities = logits.softmax(/*dim=*/1);
+    const auto predicted = logits.argmax(/*dim=*/1);
     const auto explained = s.classes.cpu();
     for (int64_t i = 0; i < pixels.size(0); ++i) {
       SaliencyMap& m = maps[first + i];
       m.mask = s.maps[i].cpu();
       m.predicted = predicted[i].item<int64_t>();
       m.explained = explained[i].item<int64_t>();
+      m.logit = logits[i][m.explained].item<double>();
+      m.probability = probabilities[i][m.explained].item<double>();
     }
   }
   return maps;
@@ -71,6 +79,8 @@ nlohmann::json saliency_json(const std::vector<SaliencyMap>& maps, SaliencyMetho
                     {"class", m.explained},
                     {"class_name", class_name(loaded.class_names, m.explained)},
                     {"predicted", m.predicted},
+                    {"logit", m.logit},
+                    {"probability", m.probability},
                     {"png", m.file},
                     {"mask", map_rows(m.mask)}});
   }
@@ -78,6 +88,24 @@ nlohmann::json saliency_json(const std::vector<SaliencyMap>& maps, SaliencyMetho
           {"requested_class", target ? nlohmann::json(*target) : nlohmann::json(nullptr)},
           {"checkpoint", loaded.path},
           {"maps", list}};
+}
+
+// One row per map. The peak is the mask's largest value and its row and
+// column from 0: pixels for grad and grad-x-input, patches for grad-rollout.
+std::string saliency_csv(const std::vector<SaliencyMap>& maps, const LoadedModel& loaded) {
+  std::string csv =
+      "image,label,class,class_name,predicted,logit,probability,peak_row,peak_column,peak,mean,"
+      "png\n";
+  for (const auto& m : maps) {
+    const int64_t side = m.mask.size(1);
+    const int64_t at = m.mask.argmax().item<int64_t>();
+    csv += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{}\n", io::csv_field(m.id),
+                       m.label >= 0 ? std::to_string(m.label) : "", m.explained,
+                       io::csv_field(class_name(loaded.class_names, m.explained)), m.predicted,
+                       m.logit, m.probability, at / side, at % side, m.mask.max().item<double>(),
+                       m.mask.mean().item<double>(), io::csv_field(m.file));
+  }
+  return csv;
 }
 
 std::string grid_title(SaliencyMethod method, std::optional<int64_t> target,
@@ -130,7 +158,8 @@ int run_saliency(const SaliencyOptions& o) {
                              grid_title(method, o.target_class, loaded.class_names)));
   write_text_atomically((out / "saliency.json").string(),
                         saliency_json(maps, method, o.target_class, loaded).dump() + "\n");
-  spdlog::info("wrote {} {} maps, grid.png and saliency.json to {}", maps.size(),
+  write_text_atomically((out / "saliency.csv").string(), saliency_csv(maps, loaded));
+  spdlog::info("wrote {} {} maps, grid.png, saliency.json and .csv to {}", maps.size(),
                saliency_method_name(method), out.string());
   return 0;
 }
@@ -141,8 +170,8 @@ std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
       "saliency", "Gradient saliency maps of validation samples or your images");
   add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
   cmd->add_option("--out", options->out,
-                  "output folder: one PNG per map, grid.png, saliency.json (default: saliency "
-                  "next to the checkpoint)");
+                  "output folder: one PNG per map, grid.png, saliency.json and .csv (default: "
+                  "saliency next to the checkpoint)");
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
   cmd->add_option("--method", options->method,
                   "grad: |d logit/d x| (max over channels); grad-x-input: |sum_c x * d logit/d x|; "

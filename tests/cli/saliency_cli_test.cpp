@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -46,6 +48,21 @@ TEST(SaliencyCli, FlagsAndDefaults) {
   }
 }
 
+// The rows of a CSV whose fields hold no commas or quotes.
+std::vector<std::vector<std::string>> csv_rows(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::stringstream fields_of(line);
+    for (std::string field; std::getline(fields_of, field, ',');)
+      fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
 class SaliencyEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -82,6 +99,33 @@ TEST_F(SaliencyEndToEnd, GradRolloutOfSamplesIsGridSizedWithLabels) {
     EXPECT_TRUE(fs::exists(dir_ / "rollout" / m["png"].get<std::string>()));
   }
   EXPECT_TRUE(fs::exists(dir_ / "rollout" / "grid.png"));
+
+  // saliency.csv: one row per map, the same image, label, class and file as
+  // the JSON, and the peak of the JSON's mask.
+  const auto rows = csv_rows(dir_ / "rollout" / "saliency.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"image", "label", "class", "class_name", "predicted",
+                                               "logit", "probability", "peak_row", "peak_column",
+                                               "peak", "mean", "png"}));
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& m = j["maps"][i];
+    const auto& row = rows[i + 1];
+    EXPECT_EQ(row[0], m["image"].get<std::string>());
+    EXPECT_EQ(row[1], std::to_string(m["label"].get<int64_t>()));
+    EXPECT_EQ(row[2], std::to_string(m["class"].get<int64_t>()));
+    EXPECT_EQ(row[11], m["png"].get<std::string>());
+    double peak = -1;
+    std::string where;
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c)
+        if (m["mask"][r][c].get<double>() > peak) {
+          peak = m["mask"][r][c].get<double>();
+          where = std::to_string(r) + "," + std::to_string(c);
+        }
+    EXPECT_EQ(row[7] + "," + row[8], where);
+    EXPECT_NEAR(std::stod(row[9]), peak, 1e-5 * peak);
+    EXPECT_NEAR(std::stod(row[5]), m["logit"].get<double>(), 1e-5);
+  }
 }
 
 TEST_F(SaliencyEndToEnd, GradOfImagesIsRawAndImageSized) {
@@ -102,6 +146,21 @@ TEST_F(SaliencyEndToEnd, GradOfImagesIsRawAndImageSized) {
     for (int64_t c = 0; c < 16; c += 3)
       EXPECT_NEAR(m["mask"][r][c].get<double>(), expected.maps[0][r][c].item<double>(),
                   1e-6 * (1 + expected.maps.abs().max().item<double>()));
+
+  // The explained class's logit and probability, from the same forward pass.
+  const double logit = expected.logits[0][7].item<double>();
+  const double probability = expected.logits[0].softmax(0)[7].item<double>();
+  EXPECT_NEAR(m["logit"].get<double>(), logit, 1e-5);
+  EXPECT_NEAR(m["probability"].get<double>(), probability, 1e-6);
+  const auto rows = csv_rows(dir_ / "grad" / "saliency.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][1], "");  // no label for --images
+  EXPECT_EQ(rows[1][2], "7");
+  EXPECT_NEAR(std::stod(rows[1][5]), logit, 1e-5);
+  EXPECT_NEAR(std::stod(rows[1][6]), probability, 1e-5);
+  const int64_t at = expected.maps[0].argmax().item<int64_t>();
+  EXPECT_EQ(rows[1][7], std::to_string(at / 16));
+  EXPECT_EQ(rows[1][8], std::to_string(at % 16));
 }
 
 TEST_F(SaliencyEndToEnd, ClassOutOfRangeIsAClearError) {
