@@ -36,6 +36,13 @@ std::string percent(double fraction) {
   return fmt::format("{:.1f}%", 100 * fraction);
 }
 
+// "grayscale", "RGB" or "4-channel", for the overview's description of the images.
+std::string colour_kind(int64_t channels) {
+  if (channels == 1) return "grayscale";
+  if (channels == 3) return "RGB";
+  return std::to_string(channels) + "-channel";
+}
+
 void add_image(io::HtmlPage& page, const fs::path& png, const std::string& alt,
                const std::string& caption = "") {
   page.image(data::read_file_bytes(png), alt, caption);
@@ -48,13 +55,13 @@ void overview(io::HtmlPage& page, const fs::path& run, const json& config,
   const double best = records.empty() ? 0.0 : records.back().best_val_acc;
   const double seconds = records.empty() ? 0.0 : records.back().elapsed_s;
   page.paragraph(fmt::format(
-      "Run {}: a Vision Transformer trained on {} ({} classes, {}x{} images with {} channel(s)), "
+      "Run {}: a Vision Transformer trained on {} ({} classes, {}x{} {} images), "
       "cut into {}x{} patches of {} px, with {} layers of {} heads and width {}. It trained for "
       "{:.1f} epochs ({} steps) in {:.0f} s. The best validation accuracy was {}; on the test "
       "split best.pt reaches {} ({} images).",
       fs::canonical(run).filename().string(), config["data"]["dataset"].get<std::string>(),
       m["num_classes"].get<int64_t>(), m["image_size"].get<int64_t>(),
-      m["image_size"].get<int64_t>(), m["channels"].get<int64_t>(),
+      m["image_size"].get<int64_t>(), colour_kind(m["channels"].get<int64_t>()),
       m["image_size"].get<int64_t>() / m["patch_size"].get<int64_t>(),
       m["image_size"].get<int64_t>() / m["patch_size"].get<int64_t>(),
       m["patch_size"].get<int64_t>(), m["depth"].get<int64_t>(), m["heads"].get<int64_t>(),

@@ -16,7 +16,9 @@ constexpr double kMinCaptionScale = 0.35;
 constexpr double kLegibleScale = 0.42;  // captions above this read easily at arm's length
 constexpr int kCaptionGap = 4;          // pixels between a tile and its caption
 constexpr int kCaptionInset = 3;        // keeps neighbouring captions from touching
-constexpr int kFooterLines = 3;
+// The footer is our own explanation and grows to fit it (the filters figure
+// needs 4 lines at 7 tiles across); past 8 lines it would be cut with "..".
+constexpr int kFooterLines = 8;
 
 struct FittedCaption {
   std::vector<std::string> lines;
