@@ -5,10 +5,14 @@
 #   scripts/fuzz.sh --list             the targets, one a line
 #   scripts/fuzz.sh TARGET [SECONDS]   fuzz one target (default 60 s)
 #   scripts/fuzz.sh all [SECONDS]      every target in turn, SECONDS each
+#   scripts/fuzz.sh --seed N ...       libFuzzer's random seed (default: a new one each
+#                                      run); scripts/test.sh runs `--seed 1 all 10`, so the
+#                                      smoke run mutates the same way on every machine
 # Seeds are written fresh by build-fuzz/make_seeds; the corpus grows in
 # build-fuzz/corpus/TARGET; tests/fuzz_regressions/TARGET is read too. A crash
 # leaves its input in build-fuzz/findings/TARGET/ and makes the script fail:
 # fix the bug, then check the input in under tests/fuzz_regressions/TARGET/.
+# Only inputs written during this run count; older ones are kept, not counted.
 # One line per target (runs, execs/s, corpus, crashes) goes to stdout and
 # build-fuzz/summary.tsv.
 set -euo pipefail
@@ -17,7 +21,13 @@ root=$PWD
 dir=$root/build-fuzz
 mapfile -t all_targets < fuzz/targets.txt
 
-usage() { echo "usage: scripts/fuzz.sh --list | TARGET|all [SECONDS]" >&2; exit 2; }
+usage() { echo "usage: scripts/fuzz.sh --list | [--seed N] TARGET|all [SECONDS]" >&2; exit 2; }
+seed_option=()
+if [ "${1:-}" = --seed ]; then
+  [[ "${2:-}" =~ ^[0-9]+$ ]] || usage
+  seed_option=(-seed="$2")
+  shift 2
+fi
 [ $# -ge 1 ] || usage
 if [ "$1" = --list ]; then printf '%s\n' "${all_targets[@]}"; exit 0; fi
 seconds=${2:-60}
@@ -65,14 +75,16 @@ for t in "${targets[@]}"; do
   inputs=("$corpus" "$dir/seeds/$t")
   [ -d "tests/fuzz_regressions/$t" ] && inputs+=("tests/fuzz_regressions/$t")
   options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536
-           -print_final_stats=1 -artifact_prefix="$findings/")
+           -print_final_stats=1 -artifact_prefix="$findings/" "${seed_option[@]}")
   for dict in "$dir/seeds/$t.dict" "fuzz/dict/$t.dict"; do
     [ -f "$dict" ] && options+=(-dict="$dict") && break
   done
   echo "fuzz.sh: $t for $seconds s (log: $log)"
+  started=$dir/logs/$t.started
+  touch "$started"
   rc=0
   "$dir/fuzz_$t" "${options[@]}" "${inputs[@]}" >"$log" 2>&1 || rc=$?
-  crashes=$(find "$findings" -type f | wc -l)
+  crashes=$(find "$findings" -type f -newer "$started" | wc -l)
   line="$t	$seconds	$(stat number_of_executed_units "$log")	$(stat average_exec_per_sec "$log")	$(find "$corpus" -type f | wc -l)	$(stat peak_rss_mb "$log")	$crashes"
   echo "$line" >>"$dir/summary.tsv"
   echo "fuzz.sh: $line" | tr '\t' ' '

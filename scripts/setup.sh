@@ -10,6 +10,7 @@
 #   scripts/setup.sh --python-check  also python3-torch, for the cross-check tests
 #   scripts/setup.sh --browser-check also chromium, for the report's browser test
 #                                    (scripts/report_screenshot.sh); required once asked for
+#   scripts/setup.sh --fuzz          also clang and libFuzzer, for scripts/fuzz.sh
 #   scripts/setup.sh --bench         also timm in the pip line's environment (benchmarks)
 set -euo pipefail
 here=$(dirname "$0")
@@ -19,6 +20,7 @@ line=$VIT_DEFAULT_TORCH
 optional=()
 bench=false
 browser=false
+fuzz=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --python-check) optional+=(python3-torch python3-numpy) ;;
@@ -26,7 +28,8 @@ while [ $# -gt 0 ]; do
              line=$2; shift ;;
     --bench) bench=true ;;
     --browser-check) browser=true ;;
-    *) echo "setup.sh: unknown option '$1' (known: --torch debian|pip, --python-check, --browser-check, --bench)" >&2
+    --fuzz) fuzz=true ;;
+    *) echo "setup.sh: unknown option '$1' (known: --torch debian|pip, --python-check, --browser-check, --fuzz, --bench)" >&2
        exit 2 ;;
   esac
   shift
@@ -45,6 +48,7 @@ else
   packages+=(python3 python3-venv)
 fi
 $browser && packages+=(chromium)
+$fuzz && packages+=(clang libclang-rt-dev)
 $bench && packages+=(python3 python3-venv time python3-torch python3-numpy)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }

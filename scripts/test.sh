@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up from a bare Debian 12, builds, and runs the whole test
-# suite on the default LibTorch line, then again on the other line (see
+# suite on the default LibTorch line, a 10-second fuzz run of every reader
+# (scripts/fuzz.sh), then the suite again on the other line (see
 # scripts/torch_line.sh): Debian's LibTorch 1.13 and pip's LibTorch 2.x (CUDA).
 # On CI (CI=true) both lines must pass. Elsewhere, when the other line's
 # pieces cannot be had (no CUDA toolkit, no PyPI), it is skipped with one line
@@ -16,9 +17,11 @@ run_suite() {  # LINE
 
 default=$VIT_DEFAULT_TORCH
 other=$(torch_line_other "$default")
-scripts/setup.sh --python-check --browser-check
+scripts/setup.sh --python-check --browser-check --fuzz
 scripts/build.sh
 run_suite "$default"
+# A fuzz smoke run, 10 s a target with a fixed seed (docs/robustness.md).
+scripts/fuzz.sh --seed 1 all 10
 
 reason=""
 if [ "$other" = pip ] && [ -z "$(torch_line_nvcc)" ]; then
