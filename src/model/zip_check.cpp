@@ -52,7 +52,9 @@ class ArchiveFile {
   explicit ArchiveFile(const std::string& path) : in_(path, std::ios::binary) {
     if (!in_) throw Error(path + ": cannot open it for reading");
     in_.seekg(0, std::ios::end);
-    size_ = static_cast<uint64_t>(in_.tellg());
+    const std::streamoff end = in_.tellg();
+    if (end < 0) throw Error(path + ": cannot read it (not a regular file?)");
+    size_ = static_cast<uint64_t>(end);
   }
 
   uint64_t size() const { return size_; }
