@@ -16,7 +16,6 @@
 #include "vit/error.hpp"
 #include "vit/model/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
-#include "vit/train/optimizer.hpp"
 
 namespace vit {
 namespace {
@@ -204,14 +203,8 @@ TEST_F(ZipCheckTest, AMissingFileIsAnError) {
 // A real training checkpoint passes; a flipped byte anywhere in a tensor
 // record makes load_model and the resume path refuse it by name.
 TEST_F(ZipCheckTest, ADamagedCheckpointIsRefusedBeforeLibTorchReadsIt) {
-  const Config c = testing::texture_config();
-  VisionTransformer model(c.model);
-  auto optimizer = make_optimizer(model, c.train);
-  CheckpointMeta meta;
-  meta.config = c;
-  meta.class_names = {"a", "b", "c", "d"};
   const std::string good = (dir_ / "good.pt").string();
-  save_training_checkpoint(good, model, *optimizer, meta);
+  testing::save_texture_checkpoint(good);
   EXPECT_EQ(zip_archive_problem(good), std::nullopt);
 
   std::ifstream in(good, std::ios::binary);

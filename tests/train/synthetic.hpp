@@ -6,6 +6,8 @@
 
 #include "vit/config.hpp"
 #include "vit/data/dataset.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/optimizer.hpp"
 #include "vit/train/trainer.hpp"
 
 namespace vit::testing {
@@ -51,6 +53,18 @@ inline Config texture_config() {
   c.train.early_stop_patience = 0;
   c.validate();
   return c;
+}
+
+// An untrained model of texture_config() saved as a training checkpoint
+// (weights, optimizer state, meta with classes a..d).
+inline void save_texture_checkpoint(const std::string& path) {
+  const Config c = texture_config();
+  VisionTransformer model(c.model);
+  auto optimizer = make_optimizer(model, c.train);
+  CheckpointMeta meta;
+  meta.config = c;
+  meta.class_names = {"a", "b", "c", "d"};
+  save_training_checkpoint(path, model, *optimizer, meta);
 }
 
 inline data::DataSplits texture_splits() {

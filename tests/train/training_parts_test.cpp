@@ -166,12 +166,7 @@ TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
 TEST(Checkpoint, ADifferentArchitectureIsRefused) {
   const auto dir = fresh_dir("arch");
   const Config c = testing::texture_config();
-  VisionTransformer model(c.model);
-  auto optimizer = make_optimizer(model, c.train);
-  CheckpointMeta meta;
-  meta.config = c;
-  meta.class_names = {"a", "b", "c", "d"};
-  save_training_checkpoint((dir / "x.pt").string(), model, *optimizer, meta);
+  testing::save_texture_checkpoint((dir / "x.pt").string());
   ModelConfig deeper = c.model;
   deeper.depth = 2;
   VisionTransformer other(deeper);
