@@ -16,6 +16,8 @@
 #   loop-debian, loop-pip   the same loop on one line, whatever vit links
 #   timm         timm's ViT, eager, on pip's torch (the pip line's environment)
 #   timm-compile the same under torch.compile
+#   gemm-floor   scripts/bench/gemm_floor.py: only the matrix products of each
+#                step, on the PyTorch of vit's line; the bound they set
 #   vit@DIR      DIR/vit train, to compare builds (the LibTorch lines, say)
 # It prints the median train images/s, whole-process wall seconds and peak RSS
 # of each, and the first contender's ratio to each.
@@ -90,6 +92,16 @@ run_one() {
       [ "$who" = loop-debian ] && { py=/usr/bin/python3; model=manual; }
       [ "$who" = loop-pip ] && model=sdpa
       [ "$who" = timm-compile ] && extra=(--compile)
+      if [ "$who" = gemm-floor ]; then
+        [ "$vit_line" = debian ] && py=/usr/bin/python3
+        /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/gemm_floor.py \
+          --precision "$precision" --batch "$batch" --threads "$THREADS" >"$log" 2>&1 ||
+          { cat "$log" >&2; return 1; }
+        ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1)
+        read -r wall kib < "$timing"
+        echo "$ips $wall $((kib / 1024))"
+        return
+      fi
       /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/pytorch_train.py --root "$data" \
         --model "$model" "${extra[@]}" --precision "$precision" --batch "$batch" \
         --threads "$THREADS" ${profile:+--profile "$profile"} >"$log" 2>&1 ||

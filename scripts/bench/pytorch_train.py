@@ -136,16 +136,14 @@ def write_profile(path, profiler, steps):
         json.dump({"source": "pytorch " + torch.__version__, "steps": steps, "ops": ops}, f, indent=1)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--root", required=True)
-    p.add_argument("--model", choices=["manual", "sdpa", "timm"], default="manual")
-    p.add_argument("--compile", action="store_true")
+def add_job_arguments(p):
+    """The job's precision, batch, threads, training-set size and model shape
+    (the defaults are scripts/bench_vs_pytorch.sh's job); gemm_floor.py
+    shares them."""
     p.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--train", type=int, default=4160)
-    p.add_argument("--val", type=int, default=500)
     p.add_argument("--image-size", type=int, default=32)
     p.add_argument("--patch-size", type=int, default=4)
     p.add_argument("--dim", type=int, default=192)
@@ -153,7 +151,16 @@ def main():
     p.add_argument("--heads", type=int, default=3)
     p.add_argument("--mlp-dim", type=int, default=768)
     p.add_argument("--num-classes", type=int, default=10)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--root", required=True)
+    p.add_argument("--model", choices=["manual", "sdpa", "timm"], default="manual")
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--val", type=int, default=500)
     p.add_argument("--profile")
+    add_job_arguments(p)
     a = p.parse_args()
     start = time.perf_counter()
     torch.set_num_threads(a.threads)
