@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "vit/model/weight_substitution.hpp"
+
 namespace vit {
 namespace {
 
@@ -31,8 +33,10 @@ torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
 // separate in-place bias add for any input that is not 2-D: one more pass
 // over every activation, forward and backward (LibTorch's profiler: 107
 // add_ against PyTorch's 25 addmm per step of the issue-14 job).
+// The weights are compute_weight's: a training step's low-precision copies
+// where train/weight_mirror provides them.
 torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
-  return at::linear(x, layer->weight, layer->bias);
+  return at::linear(x, compute_weight(layer->weight), compute_weight(layer->bias));
 }
 
 }  // namespace
@@ -45,9 +49,12 @@ PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
-  return proj(x)                 // (B, D, g, g)
-      .flatten(/*start_dim=*/2)  // (B, D, g*g)
-      .transpose(1, 2);          // (B, g*g, D)
+  // The convolution as the constructor made it (stride = kernel, no padding),
+  // through ATen so that it reads compute_weight's tensors.
+  return at::conv2d(x, compute_weight(proj->weight), compute_weight(proj->bias),
+                    /*stride=*/*proj->options.stride())  // (B, D, g, g)
+      .flatten(/*start_dim=*/2)                          // (B, D, g*g)
+      .transpose(1, 2);                                  // (B, g*g, D)
 }
 
 AttentionImpl::AttentionImpl(const ModelConfig& cfg)
@@ -174,7 +181,7 @@ torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
   auto x = norm(tokens);                                                       // (B, N, D)
   auto pooled = cfg_.pool == "mean" ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
                                     : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
-  return head(pooled);                                                         // (B, K)
+  return linear(head, pooled);                                                 // (B, K)
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {

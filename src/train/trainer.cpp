@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -109,6 +110,9 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   model_->to(device_);
   prepare_for_fine_tuning();
   optimizer_ = make_optimizer(model_, config_.train);
+  if (config_.train.precision == "bf16" || config_.train.precision == "fp16")
+    weight_mirror_ = std::make_unique<WeightMirror>(
+        model_, *optimizer_, config_.train.precision == "bf16" ? at::kBFloat16 : at::kHalf);
   train_loader_ = std::make_unique<data::BatchLoader>(
       splits_.train, train_loader_options(config_, device_, group_));
   val_loader_ = std::make_unique<data::BatchLoader>(share_of(splits_.val, group_),
@@ -161,9 +165,12 @@ bool Trainer::validation_due(int64_t step) const {
 Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
   model_->train();
   optimizer_->zero_grad();
+  if (weight_mirror_) weight_mirror_->refresh();
   torch::Tensor logits;
   {
     AutocastScope autocast(config_.train.precision, device_);
+    std::optional<WeightSubstitution> low_precision_weights;
+    if (weight_mirror_) low_precision_weights.emplace(weight_mirror_->substitutes());
     logits = model_->forward(batch.images);
   }
   logits = logits.to(torch::kFloat);  // (B, K); the loss is computed in fp32
@@ -177,6 +184,7 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
   const StepResult result = step_statistics(loss, logits, batch);
   if (!std::isfinite(result.loss)) stop_on_non_finite("training loss", result.loss, step_ + 1);
   scaler_.scale(loss).backward();
+  if (weight_mirror_) weight_mirror_->collect_gradients();
   if (group_)
     group_->average_gradients(optimizer_->gradients(),
                               static_cast<int64_t>(config_.train.dist_bucket_mb * (1 << 20)));

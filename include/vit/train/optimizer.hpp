@@ -39,6 +39,8 @@ class Optimizer {
   void zero_grad();
   // All gradients, one fp32 vector, group after group.
   at::Tensor& gradients() { return gradients_; }
+  // All parameters, laid out as gradients(); each parameter is a view of it.
+  const at::Tensor& values() const { return values_; }
   // The L2 norm of all gradients; if it exceeds max_norm, scales them to it,
   // as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping.
   double clip_gradient_norm(double max_norm);

@@ -20,6 +20,7 @@
 #include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
 #include "vit/train/step_profiler.hpp"
+#include "vit/train/weight_mirror.hpp"
 
 namespace vit {
 
@@ -89,6 +90,7 @@ class Trainer {
   ProcessGroup* group_ = nullptr;
   VisionTransformer model_{nullptr};
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
   LossScaler scaler_;

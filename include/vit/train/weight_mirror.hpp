@@ -1,0 +1,48 @@
+#pragma once
+// Low-precision copies of the weights of the model's matrix products, made
+// once per training step.
+//
+// Under bf16 (or fp16) autocast every Linear and the patch convolution cast
+// their fp32 weight and bias in the forward pass, and autograd casts each of
+// their gradients back to fp32 in the backward pass: some four operators
+// each way for each of the demo model's 52 such tensors, a tenth of the
+// operators of a step. The mirror holds one low-precision copy of the
+// optimizer's whole flat parameter vector instead, refreshed by one copy per
+// step; the model's matrix products read their slices (model/
+// weight_substitution), and their gradients accumulate in one low-precision
+// flat vector, which one addition moves into the optimizer's fp32 gradients.
+//
+// The result is the same to the bit: autocast rounds each weight to the same
+// low-precision value, and its products return their gradients in low
+// precision too, which it then widens to fp32 exactly as the addition does.
+// LayerNorm's parameters and the embeddings, which autocast leaves in fp32,
+// are not substituted, and their gradients reach the fp32 vector as before.
+#include <ATen/core/Tensor.h>
+
+#include "vit/model/vision_transformer.hpp"
+#include "vit/model/weight_substitution.hpp"
+#include "vit/train/optimizer.hpp"
+
+namespace vit {
+
+class WeightMirror {
+ public:
+  // Mirrors, in `dtype`, the weights and biases of `model`'s Linear and Conv2d
+  // modules that `optimizer` trains (its flat vector holds them).
+  WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype);
+
+  // Before the forward pass: the copies take the current fp32 values, and
+  // their gradients are zeroed.
+  void refresh();
+  // The substitutes for a WeightSubstitution scope around the forward pass.
+  const WeightMap& substitutes() const { return substitutes_; }
+  // After the backward pass: adds the copies' gradients to the optimizer's.
+  void collect_gradients();
+
+ private:
+  Optimizer& optimizer_;
+  at::Tensor values_, gradients_;  // flat, in `dtype`, laid out as the optimizer's
+  WeightMap substitutes_;
+};
+
+}  // namespace vit

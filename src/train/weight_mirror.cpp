@@ -1,0 +1,60 @@
+#include "vit/train/weight_mirror.hpp"
+
+#include <torch/torch.h>
+
+namespace vit {
+namespace {
+
+// The offset of `parameter` in the flat vector `flat`, or -1 if it is not a
+// view of it (a frozen parameter, which the optimizer leaves out).
+int64_t offset_in(const at::Tensor& flat, const at::Tensor& parameter) {
+  const auto* start = static_cast<const float*>(flat.data_ptr());
+  const auto* p = static_cast<const float*>(parameter.data_ptr());
+  if (p < start || p + parameter.numel() > start + flat.numel() || !parameter.is_contiguous())
+    return -1;
+  return p - start;
+}
+
+}  // namespace
+
+WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype)
+    : optimizer_(optimizer) {
+  const auto& flat = optimizer.values();
+  values_ = torch::empty_like(flat, flat.options().dtype(dtype));
+  gradients_ = torch::zeros_like(values_);
+  torch::NoGradGuard no_grad;
+  auto mirror = [&](const at::Tensor& parameter) {
+    if (!parameter.defined() || !parameter.requires_grad()) return;
+    const int64_t offset = offset_in(flat, parameter);
+    if (offset < 0) return;
+    const int64_t n = parameter.numel();
+    // A leaf whose data is the slice, as the optimizer makes its parameters,
+    // so that autograd accumulates its gradient into gradients_ in place.
+    auto copy = torch::empty({0}, values_.options()).requires_grad_(true);
+    copy.set_data(values_.narrow(0, offset, n).view(parameter.sizes()));
+    copy.mutable_grad() = gradients_.narrow(0, offset, n).view(parameter.sizes());
+    substitutes_.emplace(parameter.unsafeGetTensorImpl(), copy);
+  };
+  for (const auto& module : model->modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      mirror(linear->weight);
+      mirror(linear->bias);
+    } else if (auto* conv = module->as<torch::nn::Conv2d>()) {
+      mirror(conv->weight);
+      mirror(conv->bias);
+    }
+  }
+}
+
+void WeightMirror::refresh() {
+  torch::NoGradGuard no_grad;
+  values_.copy_(optimizer_.values());
+  gradients_.zero_();
+}
+
+void WeightMirror::collect_gradients() {
+  torch::NoGradGuard no_grad;
+  optimizer_.gradients().add_(gradients_);
+}
+
+}  // namespace vit
