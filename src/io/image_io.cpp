@@ -1,6 +1,7 @@
 #include "vit/io/image_io.hpp"
 
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <system_error>
 
@@ -42,6 +43,33 @@ int interpolation_for(int64_t height, int64_t width, int64_t side) {
   return (side <= height && side <= width) ? cv::INTER_AREA : cv::INTER_LINEAR;
 }
 
+// Whether `data` starts as a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM, PGM,
+// PPM) file does. Only these reach OpenCV, which picks the first decoder whose
+// signature check accepts the bytes. Its DICOM reader (GDCM) accepts any file
+// with "DICM" at offset 128 (the DICOM preamble) and aborts the process on
+// some damaged ones instead of failing: a fuzzing finding, a WebP header too
+// damaged for OpenCV's WebP check, which then fell through to GDCM. So a file
+// with that marker is refused too. The other readers OpenCV tries later
+// (JPEG 2000, OpenEXR, Sun raster, HDR, PFM) match magic numbers at the start
+// of the file that none of the accepted formats begins with. Fewer parsers
+// also mean less to trust in files from elsewhere.
+bool has_supported_signature(const uint8_t* data, size_t size) {
+  const auto has = [&](std::initializer_list<uint8_t> magic, size_t at = 0) {
+    if (size < at + magic.size()) return false;
+    size_t i = at;
+    for (const uint8_t byte : magic)
+      if (data[i++] != byte) return false;
+    return true;
+  };
+  if (has({'D', 'I', 'C', 'M'}, 128)) return false;                          // DICOM: for GDCM only
+  return has({0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}) ||               // PNG
+         has({0xff, 0xd8, 0xff}) ||                                          // JPEG
+         has({'B', 'M'}) ||                                                  // BMP
+         (has({'R', 'I', 'F', 'F'}) && has({'W', 'E', 'B', 'P'}, 8)) ||      // WebP
+         has({'I', 'I', '*', 0}) || has({'M', 'M', 0, '*'}) ||               // TIFF
+         (size >= 2 && data[0] == 'P' && data[1] >= '1' && data[1] <= '6');  // PNM
+}
+
 std::vector<uint8_t> read_file(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) throw Error(path.string() + ": no such file");
@@ -70,6 +98,11 @@ at::Tensor decode_image(const uint8_t* data, size_t size, int64_t channels, int6
   if (data == nullptr || size == 0) throw Error(name + ": empty file, expected an image");
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     throw Error(name + ": " + std::to_string(size) + " bytes, expected an image file under 2 GiB");
+  }
+  if (!has_supported_signature(data, size)) {
+    throw Error(name +
+                ": not a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM/PGM/PPM) image (unsupported "
+                "format or a damaged header)");
   }
   cv::Mat decoded;
   try {

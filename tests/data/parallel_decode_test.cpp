@@ -44,7 +44,7 @@ TEST_F(ParallelDecodeTest, ACorruptFileFailsOrIsSkipped) {
     vit::data::decode_images(files_, 1, 3, false, 2);
     FAIL() << "no error";
   } catch (const vit::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(files_[200].string() + ": cannot decode 7 bytes"),
+    EXPECT_NE(std::string(e.what()).find(files_[200].string() + ": not a PNG, JPEG"),
               std::string::npos)
         << e.what();
   }

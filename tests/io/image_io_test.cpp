@@ -140,6 +140,36 @@ TEST_F(ImageIoTest, DecodesFromMemory) {
                "memory.bmp: empty file");
 }
 
+TEST_F(ImageIoTest, RefusesFormatsOutsideTheSupportedOnesBeforeDecoding) {
+  // A DICOM preamble: 128 bytes, then "DICM". OpenCV would hand it to GDCM,
+  // which aborts on some damaged files (a fuzzing finding).
+  std::vector<uint8_t> dicom(128, 0);
+  for (const char c : std::string("DICM\x02\x00\x00\x00"))
+    dicom.push_back(static_cast<uint8_t>(c));
+  expect_error([&] { vit::io::decode_image(dicom, 3, 2, "scan.dcm"); },
+               "scan.dcm: not a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM/PGM/PPM) image");
+  // A damaged WebP header with the same marker (the fuzzing finding): OpenCV's
+  // WebP check refuses the header and would fall through to GDCM.
+  std::vector<uint8_t> webp = {'R', 'I', 'F', 'F', 0x22, 0, 0, 0, 'W', 'E', 'B', 'P'};
+  webp.resize(128, 0xff);
+  for (const char c : std::string("DICM"))
+    webp.push_back(static_cast<uint8_t>(c));
+  expect_error([&] { vit::io::decode_image(webp, 3, 2, "damaged.webp"); },
+               "damaged.webp: not a PNG");
+  // RIFF without WEBP at offset 8 is not WebP.
+  const std::vector<uint8_t> riff = {'R', 'I', 'F', 'F', 4, 0, 0, 0, 'A', 'V', 'I', ' '};
+  expect_error([&] { vit::io::decode_image(riff, 3, 2, "clip.avi"); }, "clip.avi: not a PNG");
+  // Each supported format still decodes, to the same pixels where lossless.
+  cv::Mat gray(2, 2, CV_8UC1, cv::Scalar(77));
+  for (const char* ext : {".png", ".bmp", ".tiff", ".pgm", ".webp", ".jpg"}) {
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(cv::imencode(ext, gray, bytes)) << ext;
+    const at::Tensor image = vit::io::decode_image(bytes, 1, 0, std::string("gray") + ext);
+    EXPECT_EQ(image.sizes(), (std::vector<int64_t>{1, 2, 2})) << ext;
+    EXPECT_NEAR(image.to(torch::kFloat).mean().item<float>(), 77.0f, 2.0f) << ext;
+  }
+}
+
 TEST_F(ImageIoTest, DecodesFromManyThreadsAtOnce) {
   cv::Mat bgr(40, 30, CV_8UC3);
   cv::randu(bgr, cv::Scalar::all(0), cv::Scalar::all(256));
