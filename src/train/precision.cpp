@@ -37,16 +37,22 @@ void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
 
 }  // namespace
 
+std::optional<at::ScalarType> autocast_dtype(const std::string& precision) {
+  if (precision == "fp32") return std::nullopt;
+  if (precision == "bf16") return at::kBFloat16;
+  if (precision == "fp16") return at::kHalf;
+  throw Error("train.precision '" + precision + "': expected fp32 | bf16 | fp16");
+}
+
 AutocastScope::AutocastScope(const std::string& precision, c10::Device device)
     : device_type_(device.type()) {
-  if (precision == "fp32") return;
-  if (precision != "bf16" && precision != "fp16")
-    throw Error("train.precision '" + precision + "': expected fp32 | bf16 | fp16");
-  if (precision == "fp16" && !device.is_cuda())
+  const auto dtype = autocast_dtype(precision);
+  if (!dtype) return;
+  if (*dtype == at::kHalf && !device.is_cuda())
     throw Error("train.precision fp16 needs a CUDA device (on CPU use bf16)");
   active_ = true;
   previous_enabled_ = autocast_enabled(device_type_);
-  set_autocast(device_type_, true, precision == "bf16" ? at::kBFloat16 : at::kHalf);
+  set_autocast(device_type_, true, *dtype);
 }
 
 AutocastScope::~AutocastScope() {

@@ -110,9 +110,8 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   model_->to(device_);
   prepare_for_fine_tuning();
   optimizer_ = make_optimizer(model_, config_.train);
-  if (config_.train.precision == "bf16" || config_.train.precision == "fp16")
-    weight_mirror_ = std::make_unique<WeightMirror>(
-        model_, *optimizer_, config_.train.precision == "bf16" ? at::kBFloat16 : at::kHalf);
+  if (const auto dtype = autocast_dtype(config_.train.precision))
+    weight_mirror_ = std::make_unique<WeightMirror>(model_, *optimizer_, *dtype);
   train_loader_ = std::make_unique<data::BatchLoader>(
       splits_.train, train_loader_options(config_, device_, group_));
   val_loader_ = std::make_unique<data::BatchLoader>(share_of(splits_.val, group_),

@@ -118,6 +118,16 @@ TEST(WeightMirror, FrozenParametersAreNotMirrored) {
   EXPECT_EQ(mirror.substitutes().size(), 2u * 4u * 2u + 2u);
 }
 
+TEST(AutocastDtype, NamesTheMirrorsTypeForEachPrecision) {
+  EXPECT_FALSE(autocast_dtype("fp32").has_value());
+  EXPECT_EQ(autocast_dtype("bf16"), torch::kBFloat16);
+  EXPECT_EQ(autocast_dtype("fp16"), torch::kHalf);
+  EXPECT_EQ(testing::error_of([] { autocast_dtype("fp8"); }),
+            "train.precision 'fp8': expected fp32 | bf16 | fp16");
+  EXPECT_EQ(testing::error_of([] { AutocastScope scope("fp16", torch::kCPU); }),
+            "train.precision fp16 needs a CUDA device (on CPU use bf16)");
+}
+
 TEST(WeightSubstitution, AppliesOnlyInsideItsScope) {
   const auto parameter = torch::ones({2, 2});
   const auto substitute = torch::zeros({2, 2});

@@ -1,12 +1,17 @@
 #pragma once
 // Mixed precision: an autocast scope for bf16/fp16 and the loss scaling that
 // fp16 needs (LibTorch's C++ API has no GradScaler).
+#include <optional>
 #include <string>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 namespace vit {
+
+// The low-precision type of train.precision: bf16 or fp16, none for fp32.
+// Throws vit::Error for any other name.
+std::optional<at::ScalarType> autocast_dtype(const std::string& precision);
 
 // Turns autocast on for the device type for the scope's lifetime.
 // "fp32" does nothing; "bf16" works on CPU and CUDA; "fp16" needs CUDA.
