@@ -87,25 +87,18 @@ run_one() {
         { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1) ;;
     *)
-      local py=$pip_python model=timm extra=()
+      local py=$pip_python model=timm extra=() script=scripts/bench/pytorch_train.py
       [ "$who" = loop ] && who=loop-$vit_line
       [ "$who" = loop-debian ] && { py=/usr/bin/python3; model=manual; }
       [ "$who" = loop-pip ] && model=sdpa
       [ "$who" = timm-compile ] && extra=(--compile)
-      if [ "$who" = gemm-floor ]; then
+      local job=(--root "$data" --model "$model" "${extra[@]}" ${profile:+--profile "$profile"})
+      if [ "$who" = gemm-floor ]; then  # the products alone, on the PyTorch of vit's line
         [ "$vit_line" = debian ] && py=/usr/bin/python3
-        /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/gemm_floor.py \
-          --precision "$precision" --batch "$batch" --threads "$THREADS" >"$log" 2>&1 ||
-          { cat "$log" >&2; return 1; }
-        ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1)
-        read -r wall kib < "$timing"
-        echo "$ips $wall $((kib / 1024))"
-        return
+        script=scripts/bench/gemm_floor.py job=()
       fi
-      /usr/bin/time -f '%e %M' -o "$timing" "$py" scripts/bench/pytorch_train.py --root "$data" \
-        --model "$model" "${extra[@]}" --precision "$precision" --batch "$batch" \
-        --threads "$THREADS" ${profile:+--profile "$profile"} >"$log" 2>&1 ||
-        { cat "$log" >&2; return 1; }
+      /usr/bin/time -f '%e %M' -o "$timing" "$py" "$script" "${job[@]}" --precision "$precision" \
+        --batch "$batch" --threads "$THREADS" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1) ;;
   esac
   read -r wall kib < "$timing"
