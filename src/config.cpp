@@ -79,6 +79,7 @@ void for_each_field(C& c, F&& f) {
   f("train.validate_every", t.validate_every);
   f("train.precision", t.precision);
   f("train.log_every_s", t.log_every_s);
+  f("train.cuda_graph", t.cuda_graph);
   f("train.init", t.init);
   f("train.init_strict", t.init_strict);
   f("train.init_new_head", t.init_new_head);

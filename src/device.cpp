@@ -5,7 +5,12 @@
 
 #include <torch/torch.h>
 
+#include "vit/build_features.hpp"
 #include "vit/error.hpp"
+
+#if VIT_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace vit {
 
@@ -51,6 +56,22 @@ void flush_subnormals_to_zero() {
 void seed_everything(uint64_t seed) {
   torch::manual_seed(seed);
   if (torch::cuda::is_available()) torch::cuda::manual_seed_all(seed);
+}
+
+std::optional<int64_t> peak_gpu_memory_bytes(c10::Device device) {
+#if VIT_WITH_CUDA
+  if (!device.is_cuda()) return std::nullopt;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  return stats.allocated_bytes[0].peak;  // [0]: every pool (StatType::AGGREGATE)
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
+at::Tensor to_device(const at::Tensor& host, c10::Device device) {
+  if (!device.is_cuda()) return host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
 }
 
 }  // namespace vit

@@ -96,6 +96,9 @@ struct TrainConfig {
   int64_t validate_every = 0;         // steps between validations; 0 = once per epoch
   std::string precision = "fp32";     // "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
   double log_every_s = 10.0;          // seconds between plain progress lines off a terminal
+  // On CUDA, replay the training step from a CUDA graph (train/cuda_graph_step.hpp),
+  // except under torchrun or --profile; ignored on the CPU.
+  bool cuda_graph = true;
   // Fine-tuning (vit train --init; model/pretrained.hpp).
   std::string init = "";        // weights to start from: a vit .pt or timm .safetensors; "" = none
   bool init_strict = false;     // every model tensor from the file, every file tensor used

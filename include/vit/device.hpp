@@ -1,7 +1,10 @@
 #pragma once
 // "auto" | "cpu" | "cuda" | "cuda:N" -> torch::Device, with clear errors.
+#include <cstdint>
+#include <optional>
 #include <string>
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 namespace vit {
@@ -17,5 +20,16 @@ void flush_subnormals_to_zero();
 
 // Seeds LibTorch's CPU and CUDA generators.
 void seed_everything(uint64_t seed);
+
+// The most memory LibTorch's CUDA allocator has handed out for tensors on
+// `device` since the process started, in bytes (torch.cuda.max_memory_allocated);
+// nullopt for the CPU or in a build without CUDA.
+std::optional<int64_t> peak_gpu_memory_bytes(c10::Device device);
+
+// `host` (a CPU tensor) on `device`. To a GPU the copy goes through pinned
+// memory and does not wait for it, so the host never blocks on the GPU's queue
+// (a plain copy from pageable memory does); the pinned buffer stays alive
+// until the copy has run. On the CPU, `host` itself, as Tensor::to returns it.
+at::Tensor to_device(const at::Tensor& host, c10::Device device);
 
 }  // namespace vit

@@ -6,6 +6,7 @@
 
 #include "vit/data/mix.hpp"
 #include "vit/data/rand_augment.hpp"
+#include "vit/device.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -58,8 +59,8 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding m
     }
   }
   const auto device = images.device();
-  const auto row_index = torch::from_blob(rows.data(), {b, h, 1}, torch::kInt64).to(device);
-  const auto col_index = torch::from_blob(cols.data(), {b, 1, w}, torch::kInt64).to(device);
+  const auto row_index = to_device(torch::from_blob(rows.data(), {b, h, 1}, torch::kInt64), device);
+  const auto col_index = to_device(torch::from_blob(cols.data(), {b, 1, w}, torch::kInt64), device);
   const auto source =
       zeros ? torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0) : images;
   const auto index = (row_index * src_w + col_index)  // (B, H, W) offsets into one source plane

@@ -6,6 +6,7 @@
 
 #include "vit/data/augment.hpp"
 #include "vit/data/rng.hpp"
+#include "vit/device.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -102,7 +103,7 @@ at::Tensor BatchLoader::order(int64_t epoch) const {
 
 const at::Tensor& BatchLoader::cached_order(int64_t epoch) const {
   if (epoch != order_epoch_) {
-    order_ = order(epoch).to(options_.device);
+    order_ = to_device(order(epoch), options_.device);
     order_epoch_ = epoch;
   }
   return order_;

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "vit/device.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -160,19 +161,22 @@ at::Tensor rand_augment(const at::Tensor& images, int64_t ops, double magnitude,
     for (int64_t op = 1; op < kNumAugmentOps; ++op) {  // op 0 is the identity
       if (members[op].empty()) continue;
       const auto n = static_cast<int64_t>(members[op].size());
-      const auto level = torch::tensor(levels[op], torch::kFloat32).view({n}).to(out.options());
+      const auto level =
+          to_device(torch::tensor(levels[op], torch::kFloat32), out.device()).view({n});
       const auto kind = static_cast<AugmentOp>(op);
       if (is_geometric(kind)) {
         geometric_members.insert(geometric_members.end(), members[op].begin(), members[op].end());
         thetas.push_back(affine_theta(kind, level));
         continue;
       }
-      const auto index = torch::tensor(members[op], torch::kInt64).view({n}).to(out.device());
+      const auto index =
+          to_device(torch::tensor(members[op], torch::kInt64), out.device()).view({n});
       out.index_copy_(0, index, apply_augment_op(kind, out.index_select(0, index), level));
     }
     if (!geometric_members.empty()) {
       const auto n = static_cast<int64_t>(geometric_members.size());
-      const auto index = torch::tensor(geometric_members, torch::kInt64).view({n}).to(out.device());
+      const auto index =
+          to_device(torch::tensor(geometric_members, torch::kInt64), out.device()).view({n});
       out.index_copy_(0, index, affine(out.index_select(0, index), torch::cat(thetas)));
     }
   }

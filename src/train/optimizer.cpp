@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
@@ -15,6 +16,16 @@ namespace vit {
 namespace {
 
 constexpr const char* kLayoutKey = "vit_layout";  // absent in torch::optim's own state
+
+// ATen's fused AdamW and SGD take the learning rate as a tensor and run on
+// CPU and CUDA from LibTorch 2.4 on. On the CPU they are also 3-4x faster than
+// the whole-vector operators (0.17 against 0.48 ms for AdamW over 800,000
+// values, 2 threads, AMD EPYC Zen 4).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define VIT_FUSED_OPTIMIZER 1
+#else
+#define VIT_FUSED_OPTIMIZER 0
+#endif
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
@@ -48,10 +59,16 @@ Optimizer::Optimizer(std::vector<ParameterGroup> groups, const TrainConfig& trai
   if (rule_ == "adamw") {
     first_moment_ = torch::zeros_like(values_);
     second_moment_ = torch::zeros_like(values_);
-    denominator_ = torch::empty_like(values_);
+    if (!VIT_FUSED_OPTIMIZER) denominator_ = torch::empty_like(values_);
   } else {
     momentum_buffer_ = torch::zeros_like(values_);
   }
+  step_count_ = torch::zeros({}, values_.options());
+  std::vector<float> scales;
+  for (const auto& group : groups_)
+    scales.push_back(static_cast<float>(group.lr_scale));
+  lr_scales_ = torch::tensor(scales, torch::kFloat32).to(values_.device());
+  group_lrs_ = torch::zeros_like(lr_scales_);
 }
 
 void Optimizer::lay_out_flat() {
@@ -113,33 +130,80 @@ void Optimizer::zero_grad() {
   gradients_.zero_();
 }
 
-double Optimizer::clip_gradient_norm(double max_norm) {
-  const double norm = gradients_.norm().item<double>();
-  const double coefficient = max_norm / (norm + 1e-6);  // torch's clip_grad_norm_
-  if (coefficient < 1.0) gradients_.mul_(coefficient);
+at::Tensor Optimizer::clip_gradient_norm(double max_norm) {
+  torch::NoGradGuard no_grad;
+  const auto norm = gradients_.norm();
+  // torch's clip_grad_norm_: a coefficient clamped to 1, so gradients under
+  // the limit are multiplied by exactly 1 and keep their values.
+  gradients_.mul_((max_norm / (norm + 1e-6)).clamp_max(1.0));
   return norm;
 }
 
-void Optimizer::step(double lr) {
+void Optimizer::set_learning_rate(double lr) {
+  lr_ = lr;
+  // A kernel with the value as its argument, queued before the next step.
+  if (VIT_FUSED_OPTIMIZER) group_lrs_.copy_(lr_scales_ * lr);
+}
+
+int64_t Optimizer::steps() const {
+  return static_cast<int64_t>(step_count_.item<double>());
+}
+
+void Optimizer::step(const at::Tensor& skip) {
   check_parameters_in_place();
   torch::NoGradGuard no_grad;
-  ++steps_;
+  if (VIT_FUSED_OPTIMIZER) return fused_step(skip);
+  // 1.13 builds run on the CPU only, where reading the flag waits for nothing.
+  if (skip.defined() && skip.item<double>() != 0) return;
+  step_count_.add_(1);
   if (rule_ == "adamw")
-    adamw_step(lr);
+    adamw_step();
   else
-    sgd_step(lr);
+    sgd_step();
 }
+
+#if VIT_FUSED_OPTIMIZER
+// ATen's fused kernels, one call per group over its slice of the flat
+// vectors. They skip the update where their found_inf holds 1 and leave the
+// step count to the caller, which takes a skipped step back off, as
+// torch.optim does.
+void Optimizer::fused_step(const at::Tensor& skip_flag) {
+  const auto skip = skip_flag.defined() ? std::optional<at::Tensor>(skip_flag) : std::nullopt;
+  step_count_.add_(1);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    at::Tensor values = group_slice(values_, g), grads = group_slice(gradients_, g);
+    const at::Tensor lr = group_lrs_[static_cast<int64_t>(g)];
+    if (rule_ == "adamw") {
+      at::Tensor first = group_slice(first_moment_, g), second = group_slice(second_moment_, g);
+      at::_fused_adamw_({values}, {grads}, {first}, {second}, {}, {step_count_}, lr, beta1_, beta2_,
+                        groups_[g].weight_decay, eps_, /*amsgrad=*/false,
+                        /*maximize=*/false, /*grad_scale=*/std::nullopt, skip);
+    } else {
+      // The buffers start at zero, so the first step's momentum x 0 + gradient
+      // is the gradient itself, as torch.optim.SGD starts it.
+      at::Tensor momentum = group_slice(momentum_buffer_, g);
+      at::_fused_sgd_({values}, {grads}, {momentum}, groups_[g].weight_decay, momentum_, lr,
+                      /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
+                      /*is_first_step=*/false, /*grad_scale=*/std::nullopt, skip);
+    }
+  }
+  if (skip) step_count_.sub_(skip->squeeze(0));  // float (1) -> 0-dim
+}
+#else
+void Optimizer::fused_step(const at::Tensor&) {}
+#endif
 
 // torch.optim.AdamW (amsgrad off), with the moments updated for all groups at
 // once and only the decay and the update itself per group.
-void Optimizer::adamw_step(double lr) {
-  const double correction1 = 1.0 - std::pow(beta1_, double(steps_));
-  const double correction2 = 1.0 - std::pow(beta2_, double(steps_));
+void Optimizer::adamw_step() {
+  const double t = step_count_.item<double>();
+  const double correction1 = 1.0 - std::pow(beta1_, t);
+  const double correction2 = 1.0 - std::pow(beta2_, t);
   first_moment_.mul_(beta1_).add_(gradients_, 1.0 - beta1_);
   second_moment_.mul_(beta2_).addcmul_(gradients_, gradients_, 1.0 - beta2_);
   at::sqrt_out(denominator_, second_moment_).div_(std::sqrt(correction2)).add_(eps_);
   for (size_t g = 0; g < groups_.size(); ++g) {
-    const double group_lr = lr * groups_[g].lr_scale;
+    const double group_lr = lr_ * groups_[g].lr_scale;
     auto values = group_slice(values_, g);
     if (groups_[g].weight_decay != 0) values.mul_(1.0 - group_lr * groups_[g].weight_decay);
     values.addcdiv_(group_slice(first_moment_, g), group_slice(denominator_, g),
@@ -148,21 +212,19 @@ void Optimizer::adamw_step(double lr) {
 }
 
 // torch.optim.SGD (no dampening, no Nesterov): weight decay adds to the
-// gradient, and the first step starts the momentum at the gradient.
-void Optimizer::sgd_step(double lr) {
+// gradient; the buffer starts at zero, so the first step's momentum is the
+// gradient itself.
+void Optimizer::sgd_step() {
   for (size_t g = 0; g < groups_.size(); ++g)
     if (groups_[g].weight_decay != 0)
       group_slice(gradients_, g).add_(group_slice(values_, g), groups_[g].weight_decay);
-  if (steps_ == 1)
-    momentum_buffer_.copy_(gradients_);
-  else
-    momentum_buffer_.mul_(momentum_).add_(gradients_);
+  momentum_buffer_.mul_(momentum_).add_(gradients_);
   for (size_t g = 0; g < groups_.size(); ++g)
-    group_slice(values_, g).add_(group_slice(momentum_buffer_, g), -lr * groups_[g].lr_scale);
+    group_slice(values_, g).add_(group_slice(momentum_buffer_, g), -lr_ * groups_[g].lr_scale);
 }
 
 void Optimizer::save(torch::serialize::OutputArchive& archive) const {
-  nlohmann::json layout = {{"rule", rule_}, {"steps", steps_}};
+  nlohmann::json layout = {{"rule", rule_}, {"steps", steps()}};
   for (const auto& slot : slots_)
     layout["parameters"].push_back({slot.name, slot.numel});
   archive.write(kLayoutKey, c10::IValue(layout.dump()));
@@ -216,7 +278,7 @@ void Optimizer::load(torch::serialize::InputArchive& archive, const std::string&
     } else {
       read_into("momentum", momentum_buffer_);
     }
-    steps_ = layout.at("steps").get<int64_t>();
+    step_count_.fill_(static_cast<double>(layout.at("steps").get<int64_t>()));
   } catch (const nlohmann::json::exception& e) {
     throw Error(source + ": damaged optimizer state (" + e.what() + ")");
   } catch (const c10::Error& e) {
@@ -250,7 +312,7 @@ void Optimizer::load_legacy(torch::serialize::InputArchive& archive, const std::
         const auto& adam = static_cast<const torch::optim::AdamWParamState&>(state);
         first_moment_.narrow(0, slot.offset, slot.numel).copy_(adam.exp_avg().reshape(-1));
         second_moment_.narrow(0, slot.offset, slot.numel).copy_(adam.exp_avg_sq().reshape(-1));
-        steps_ = adam.step();
+        step_count_.fill_(static_cast<double>(adam.step()));
       });
     } else {
       torch::optim::SGD legacy(torch_groups, torch::optim::SGDOptions(1.0).momentum(momentum_));
@@ -258,7 +320,7 @@ void Optimizer::load_legacy(torch::serialize::InputArchive& archive, const std::
         const auto& sgd = static_cast<const torch::optim::SGDParamState&>(state);
         momentum_buffer_.narrow(0, slot.offset, slot.numel)
             .copy_(sgd.momentum_buffer().reshape(-1));
-        steps_ = 1;  // the buffer has started
+        step_count_.fill_(1.0);  // the buffer has started
       });
     }
   } catch (const c10::Error& e) {

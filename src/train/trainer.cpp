@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/atomic_write.hpp"
+#include "vit/device.hpp"
 #include "vit/error.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/train/cuda_graph_step.hpp"
 #include "vit/train/distributed.hpp"
 #include "vit/train/fine_tune.hpp"
 #include "vit/train/lr_schedule.hpp"
@@ -27,6 +29,11 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// Steps between two reads of the step statistics. On the CPU every operator
+// has finished when it returns, so reading costs nothing; a GPU runs ahead of
+// the host, and each read makes the host wait until it has caught up.
+constexpr int64_t kCudaReadEvery = 25;
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -38,6 +45,18 @@ torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor&
   const auto k = static_cast<double>(logits.size(1));
   const auto smoothed = targets * (1.0 - smoothing) + smoothing / k;  // (B, K)
   return -(smoothed * torch::log_softmax(logits, /*dim=*/1)).sum(/*dim=*/1).mean();
+}
+
+// 1 (float (1), on the device) where a step must not reach the weights:
+// fp16's overflow (the scaler retries with a smaller scale), or a loss or
+// gradient norm that is not finite (StepTotals records it, and the run stops
+// at the next read). Computed on the device, so nothing waits for it.
+at::Tensor skip_flag(const at::Tensor& loss, const at::Tensor& grad_norm,
+                     const at::Tensor& overflow) {
+  auto bad = torch::isfinite(loss.detach()).logical_not();
+  if (grad_norm.defined()) bad = bad.logical_or(torch::isfinite(grad_norm).logical_not());
+  const auto flag = bad.to(torch::kFloat32).view({1});
+  return overflow.defined() ? torch::maximum(flag, overflow) : flag;
 }
 
 // "nan", "inf" or "-inf", the same on every platform (printf may say "-nan").
@@ -97,7 +116,9 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
       resume_(std::move(resume)),
       group_(group),
       early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
-      scaler_(config_.train.precision == "fp16") {
+      scaler_(config_.train.precision == "fp16", device_),
+      step_totals_(device_),
+      read_every_(device_.is_cuda() ? kCudaReadEvery : 1) {
   if (splits_.train.num_classes() != config_.model.num_classes)
     throw Error(fmt::format("the dataset has {} classes but model.num_classes is {}",
                             splits_.train.num_classes(), config_.model.num_classes));
@@ -124,6 +145,10 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
 }
 
 Trainer::~Trainer() = default;
+
+int64_t Trainer::cuda_graph_replays() const {
+  return graph_step_ ? graph_step_->replays() : 0;
+}
 
 bool Trainer::is_main() const {
   return !group_ || group_->is_main();
@@ -161,7 +186,12 @@ bool Trainer::validation_due(int64_t step) const {
   return step % every == 0 || step == config_.train.epochs * steps_per_epoch_;
 }
 
-Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
+bool Trainer::read_due(int64_t step) const {
+  return step % read_every_ == 0 || validation_due(step) ||
+         step == config_.train.epochs * steps_per_epoch_ || (!group_ && stop_requested());
+}
+
+void Trainer::train_step(const data::Batch& batch) {
   model_->train();
   optimizer_->zero_grad();
   if (weight_mirror_) weight_mirror_->refresh();
@@ -180,45 +210,70 @@ Trainer::StepResult Trainer::train_step(const data::Batch& batch, double lr) {
           : torch::nn::functional::cross_entropy(
                 logits, batch.labels,
                 torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
-  const StepResult result = step_statistics(loss, logits, batch);
-  if (!std::isfinite(result.loss)) stop_on_non_finite("training loss", result.loss, step_ + 1);
   scaler_.scale(loss).backward();
   if (weight_mirror_) weight_mirror_->collect_gradients();
   if (group_)
     group_->average_gradients(optimizer_->gradients(),
                               static_cast<int64_t>(config_.train.dist_bucket_mb * (1 << 20)));
-  const bool finite = scaler_.unscale(optimizer_->gradients());
-  if (finite) {
-    if (config_.train.grad_clip > 0) {
-      // Without fp16's loss scaler, an infinite gradient behind a finite loss
-      // would turn every weight into NaN in the optimizer step.
-      const double norm = optimizer_->clip_gradient_norm(config_.train.grad_clip);
-      if (!std::isfinite(norm)) stop_on_non_finite("gradient norm", norm, step_ + 1);
-    }
-    optimizer_->step(lr);
-  }
-  scaler_.update(finite);
-  return result;
+  scaler_.unscale(optimizer_->gradients());
+  torch::NoGradGuard no_grad;
+  at::Tensor norm;
+  if (config_.train.grad_clip > 0) norm = optimizer_->clip_gradient_norm(config_.train.grad_clip);
+  optimizer_->step(skip_flag(loss, norm, scaler_.found_inf()));
+  scaler_.update();
+  step_totals_.add(loss, logits.argmax(/*dim=*/1).eq(batch.labels).sum(), norm,
+                   scaler_.found_inf());
 }
 
-Trainer::StepResult Trainer::step_statistics(const at::Tensor& loss, const at::Tensor& logits,
-                                             const data::Batch& batch) {
-  const double loss_value = loss.item<double>();
-  const int64_t correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum().item<int64_t>();
-  const int64_t count = batch.labels.size(0);
-  if (!group_) return {loss_value, correct, count, stop_requested()};
-  // One small all-reduce per step: the global loss and accuracy for the log,
-  // and the stop flag, so that a signal to any rank stops all at this step.
-  // Every rank sees the same (maybe non-finite) loss and stops together.
-  auto totals =
-      torch::tensor({loss_value, double(correct), double(count), stop_requested() ? 1.0 : 0.0},
-                    torch::kDouble)
-          .to(group_->device());
-  group_->all_reduce_sum(totals, "the step's loss all-reduce");
-  totals = totals.cpu();
-  const auto* t = totals.data_ptr<double>();
-  return {t[0] / group_->world_size(), static_cast<int64_t>(t[1]), static_cast<int64_t>(t[2]),
-          t[3] > 0};
+bool Trainer::read_step_totals() {
+  StepTotals::Values v = step_totals_.read();  // waits for the device
+  step_totals_.reset();
+  totals_.train_seconds += seconds_since(last_read_);
+  last_read_ = Clock::now();
+  int64_t images = unread_images_;
+  unread_images_ = 0;
+  bool stop = stop_requested();
+  if (group_) {
+    // The global loss and accuracy for the log, and the stop flag, so that a
+    // signal to any rank stops all at the same step. A rank's non-finite loss
+    // makes the sum non-finite, so every rank stops together.
+    auto sums = torch::tensor({v.loss_sum, double(v.correct), double(images), stop ? 1.0 : 0.0},
+                              torch::kDouble)
+                    .to(group_->device());
+    group_->all_reduce_sum(sums, "the step statistics' all-reduce");
+    sums = sums.cpu();
+    const auto* t = sums.data_ptr<double>();
+    v.loss_sum = t[0] / group_->world_size();
+    v.correct = static_cast<int64_t>(t[1]);
+    images = static_cast<int64_t>(t[2]);
+    stop = t[3] > 0;
+    if (v.first_non_finite == 0 && !std::isfinite(v.loss_sum)) {
+      v.first_non_finite = v.steps;  // another rank's; this one knows only the interval
+      v.non_finite_what = "training loss";
+      v.non_finite_value = v.loss_sum;
+    }
+  }
+  if (v.first_non_finite > 0)
+    stop_on_non_finite(v.non_finite_what, v.non_finite_value, step_ - v.steps + v.first_non_finite);
+  totals_.loss_sum += v.loss_sum;
+  totals_.correct += v.correct;
+  totals_.seen += images;
+  totals_.steps += v.steps;
+  return stop;
+}
+
+void Trainer::start_cuda_graph_if_wanted() {
+  if (!device_.is_cuda() || !config_.train.cuda_graph) return;
+  std::string why_not;
+  if (!CudaGraphStep::available()) why_not = "this build's LibTorch has no CUDA";
+  if (group_) why_not = "not yet under torchrun";
+  if (profiler_.active()) why_not = "--profile records every operator eagerly";
+  if (!why_not.empty()) {
+    spdlog::info("train.cuda_graph: the step runs eagerly ({})", why_not);
+    return;
+  }
+  graph_step_ = std::make_unique<CudaGraphStep>(
+      [this](const data::Batch& batch) { train_step(batch); }, device_);
 }
 
 EvalResult Trainer::evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
@@ -277,22 +332,26 @@ TrainSummary Trainer::fit() {
   session_start_ = Clock::now();
   Progress progress(is_main() && Progress::stderr_is_terminal(), config_.train.log_every_s);
 
+  start_cuda_graph_if_wanted();
+  last_read_ = Clock::now();
   const int64_t first_step = step_;
   while (summary.stop_reason.empty() && step_ < total_steps) {
     const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
     if (in_epoch == 0 || step_ == first_step)
       progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
-    const auto step_start = Clock::now();
     const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
     profiler_.before_step(step_);
-    const auto result = train_step(train_loader_->batch(epoch, in_epoch), lr);
+    const data::Batch batch = train_loader_->batch(epoch, in_epoch);
+    optimizer_->set_learning_rate(lr);
+    if (graph_step_)
+      graph_step_->run(batch);
+    else
+      train_step(batch);
+    unread_images_ += batch.labels.size(0);
     profiler_.after_step(step_);
     ++step_;
-    totals_.train_seconds += seconds_since(step_start);
-    totals_.loss_sum += result.loss;
-    totals_.correct += result.correct;
-    totals_.seen += result.count;
-    ++totals_.steps;
+    if (!read_due(step_)) continue;
+    const bool stop = read_step_totals();
     const double images_per_sec = totals_.seen / std::max(totals_.train_seconds, 1e-9);
     progress.update(in_epoch + 1, totals_.loss_sum / totals_.steps, images_per_sec, lr);
 
@@ -330,7 +389,8 @@ TrainSummary Trainer::fit() {
       save("last.pt", finished,
            finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
     }
-    if (summary.stop_reason.empty() && result.stop) {
+    last_read_ = Clock::now();  // validation and checkpoints are not training time
+    if (summary.stop_reason.empty() && stop) {
       progress.clear();
       summary.stop_reason = "interrupted";
       save("last.pt", /*finished=*/false, "");
@@ -374,6 +434,8 @@ void Trainer::write_summary(const TrainSummary& s) const {
   nlohmann::json j = {{"stop_reason", s.stop_reason}, {"steps", s.steps},
                       {"epochs", s.epochs},           {"best_val_acc", s.best_val_acc},
                       {"best_step", s.best_step},     {"train_seconds", s.train_seconds}};
+  if (const auto peak = peak_gpu_memory_bytes(device_))
+    j["peak_gpu_memory_mib"] = double(*peak) / (1 << 20);
   if (s.test) {
     j["test_acc"] = s.test->accuracy;
     j["test_loss"] = s.test->loss;

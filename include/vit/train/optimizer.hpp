@@ -42,12 +42,24 @@ class Optimizer {
   // All parameters, laid out as gradients(); each parameter is a view of it.
   const at::Tensor& values() const { return values_; }
   // The L2 norm of all gradients; if it exceeds max_norm, scales them to it,
-  // as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping.
-  double clip_gradient_norm(double max_norm);
-  // One update with learning rate `lr` (times each group's lr_scale).
-  void step(double lr);
+  // as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping,
+  // 0-dim on the device, without waiting for it.
+  at::Tensor clip_gradient_norm(double max_norm);
+  // The learning rate of the following steps (times each group's lr_scale).
+  // On LibTorch 2.x it is a tensor on the device that step() reads, so a step
+  // captured in a CUDA graph takes the rate set before each replay.
+  void set_learning_rate(double lr);
+  // One update at the rate last set. `skip` (float (1) on the device, such
+  // as fp16's LossScaler flag) skips it where it holds 1. On LibTorch 2.x this
+  // is ATen's fused AdamW/SGD, one kernel per group, with nothing that waits
+  // for the device; on 1.13, a handful of whole-vector operators.
+  void step(const at::Tensor& skip = {});
+  void step(double lr) {
+    set_learning_rate(lr);
+    step();
+  }
 
-  int64_t steps() const { return steps_; }
+  int64_t steps() const;  // updates made (waits for the device)
   const std::vector<ParameterGroup>& groups() const { return groups_; }
 
   // The state (moments or momentum, and the step count), by parameter name,
@@ -67,8 +79,9 @@ class Optimizer {
   };
   void lay_out_flat();
   void check_parameters_in_place() const;
-  void adamw_step(double lr);
-  void sgd_step(double lr);
+  void fused_step(const at::Tensor& skip);
+  void adamw_step();
+  void sgd_step();
   at::Tensor group_slice(const at::Tensor& flat, size_t group) const;
   void load_legacy(torch::serialize::InputArchive& archive, const std::string& source);
 
@@ -81,7 +94,11 @@ class Optimizer {
   at::Tensor values_, gradients_;
   at::Tensor first_moment_, second_moment_, denominator_;  // AdamW
   at::Tensor momentum_buffer_;                             // SGD
-  int64_t steps_ = 0;
+  // Updates made: float 0-dim on the device, as the fused kernels read it.
+  at::Tensor step_count_;
+  double lr_ = 0;         // the rate last set
+  at::Tensor lr_scales_;  // float (groups) on the device: each group's lr_scale
+  at::Tensor group_lrs_;  // float (groups) on the device: lr x lr_scale (2.x)
 };
 
 // The optimizer of train.optimizer over parameter_groups(model, train).

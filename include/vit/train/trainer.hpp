@@ -20,6 +20,7 @@
 #include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
 #include "vit/train/step_profiler.hpp"
+#include "vit/train/step_totals.hpp"
 #include "vit/train/weight_mirror.hpp"
 
 namespace vit {
@@ -37,6 +38,7 @@ struct TrainSummary {
 };
 
 class ProcessGroup;
+class CudaGraphStep;
 
 class Trainer {
  public:
@@ -56,24 +58,27 @@ class Trainer {
   void profile(StepProfiler profiler) { profiler_ = std::move(profiler); }
 
   VisionTransformer& model() { return model_; }
+  // Training steps replayed from a CUDA graph so far (0 when none was captured).
+  int64_t cuda_graph_replays() const;
 
  private:
-  struct StepResult {
-    double loss;      // mean over the global batch
-    int64_t correct;  // over the global batch
-    int64_t count;
-    bool stop;  // SIGINT/SIGTERM reached this process, or any rank
-  };
   bool is_main() const;
-  // The step's loss and accuracy (reduced over the ranks) and the stop flag.
-  StepResult step_statistics(const at::Tensor& loss, const at::Tensor& logits,
-                             const data::Batch& batch);
+  // Waits for the steps queued since the last read, adds their statistics
+  // (summed over the ranks) to totals_, and stops the run with an error if a
+  // loss or gradient norm was not finite. Returns whether any rank was asked
+  // to stop (SIGINT/SIGTERM).
+  bool read_step_totals();
+  bool read_due(int64_t step) const;
   // val or test on this rank's share, combined over the ranks.
   EvalResult evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
                             const std::string& precision);
   void check_ranks_agree();
   void prepare_for_fine_tuning();  // train.init, train.freeze
-  StepResult train_step(const data::Batch& batch, double lr);
+  // One step, queued without waiting for the device: forward, backward,
+  // optimizer; its statistics go to step_totals_. The learning rate is the
+  // optimizer's, set before.
+  void train_step(const data::Batch& batch);
+  void start_cuda_graph_if_wanted();
   bool validation_due(int64_t step) const;
   // Throws vit::Error naming the value, the step and the last good checkpoint.
   [[noreturn]] void stop_on_non_finite(const std::string& what, double value, int64_t step) const;
@@ -92,11 +97,16 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
+  std::unique_ptr<CudaGraphStep> graph_step_;  // train.cuda_graph on a CUDA device
   EarlyStopping early_stopping_;
   LossScaler scaler_;
   StepProfiler profiler_;
   int64_t step_ = 0;
   int64_t steps_per_epoch_ = 0;
+  StepTotals step_totals_;     // on the device, since the last read
+  int64_t read_every_ = 1;     // steps between reads of step_totals_
+  int64_t unread_images_ = 0;  // this rank's training images since the last read
+  std::chrono::steady_clock::time_point last_read_;  // training time runs from here
   RunningTotals totals_;       // since the last validation; saved in checkpoints
   double elapsed_before_ = 0;  // run time of earlier sessions (resume)
   std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();

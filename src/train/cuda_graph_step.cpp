@@ -1,0 +1,166 @@
+#include "vit/train/cuda_graph_step.hpp"
+
+#include <optional>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "vit/build_features.hpp"
+
+#if VIT_WITH_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace vit {
+
+#if VIT_WITH_CUDA
+
+namespace {
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+bool same_shapes(const at::Tensor& a, const at::Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  return !a.defined() || (a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type());
+}
+
+bool same_shapes(const data::Batch& a, const data::Batch& b) {
+  return same_shapes(a.images, b.images) && same_shapes(a.labels, b.labels) &&
+         same_shapes(a.targets, b.targets);
+}
+
+// A batch of fresh tensors with `batch`'s shapes and values, on its device.
+data::Batch static_copy(const data::Batch& batch) {
+  data::Batch out;
+  out.images = batch.images.clone();
+  out.labels = batch.labels.clone();
+  if (batch.targets.defined()) out.targets = batch.targets.clone();
+  return out;
+}
+
+void copy_into(data::Batch& to, const data::Batch& from) {
+  to.images.copy_(from.images, /*non_blocking=*/true);
+  to.labels.copy_(from.labels, /*non_blocking=*/true);
+  if (from.targets.defined()) to.targets.copy_(from.targets, /*non_blocking=*/true);
+}
+
+}  // namespace
+
+struct CudaGraphStep::Impl {
+  Step step;
+  c10::Device device;
+  int64_t warmup_steps;
+  int64_t eager_steps = 0;
+  int64_t replays = 0;
+  bool eager_only;  // not a CUDA device, or the capture failed
+  std::optional<c10::cuda::CUDAStream> side;
+  std::optional<at::cuda::CUDAGraph> graph;
+  data::Batch inputs;  // the captured graph's static inputs
+
+  Impl(Step s, c10::Device d, int64_t w)
+      : step(std::move(s)), device(d), warmup_steps(w), eager_only(!d.is_cuda()) {
+    if (!eager_only) side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, d.index());
+  }
+
+  // `work` on the side stream, after everything queued before it and before
+  // anything queued after it (a few full waits, in the first steps only).
+  void on_side_stream(const std::function<void()>& work) {
+    const c10::cuda::CUDAGuard device_guard(device);
+    c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+    {
+      const c10::cuda::CUDAStreamGuard stream_guard(*side);
+      work();
+    }
+    side->synchronize();
+  }
+
+  void capture(const data::Batch& batch) {
+    inputs = static_copy(batch);
+    graph.emplace();
+    // Autocast's cache of cast weights would hold tensors from outside the
+    // graph's memory pool; captured casts must be redone on every replay.
+    const bool cache_was_enabled = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    try {
+      on_side_stream([&] {
+        graph->capture_begin();
+        step(inputs);
+        graph->capture_end();
+      });
+    } catch (const c10::Error& e) {
+      at::autocast::set_autocast_cache_enabled(cache_was_enabled);
+      graph.reset();
+      eager_only = true;
+      spdlog::warn("train.cuda_graph: capturing the step failed ({}); training on without it",
+                   first_line(e.what_without_backtrace()));
+      step(batch);  // a capture runs nothing: this step is still to do
+      return;
+    }
+    at::autocast::set_autocast_cache_enabled(cache_was_enabled);
+    spdlog::info("train.cuda_graph: the training step is captured after {} eager steps",
+                 eager_steps);
+    graph->replay();  // the capture queued nothing: run the captured step once
+    ++replays;
+  }
+
+  void run(const data::Batch& batch) {
+    if (graph && same_shapes(batch, inputs)) {
+      copy_into(inputs, batch);
+      graph->replay();
+      ++replays;
+    } else if (graph || eager_only) {
+      step(batch);  // another shape (a partial batch), or no graph at all
+    } else if (eager_steps < warmup_steps) {
+      on_side_stream([&] { step(batch); });
+      ++eager_steps;
+    } else {
+      capture(batch);
+    }
+  }
+};
+
+bool CudaGraphStep::available() {
+  return true;
+}
+
+CudaGraphStep::CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps)
+    : impl_(std::make_unique<Impl>(std::move(step), device, warmup_steps)) {}
+
+#else
+
+struct CudaGraphStep::Impl {
+  Step step;
+  int64_t replays = 0;
+  std::optional<bool> graph;  // never captured
+  void run(const data::Batch& batch) { step(batch); }
+};
+
+bool CudaGraphStep::available() {
+  return false;
+}
+
+CudaGraphStep::CudaGraphStep(Step step, c10::Device, int64_t)
+    : impl_(std::make_unique<Impl>(Impl{std::move(step), 0, std::nullopt})) {}
+
+#endif
+
+CudaGraphStep::~CudaGraphStep() = default;
+
+void CudaGraphStep::run(const data::Batch& batch) {
+  impl_->run(batch);
+}
+
+bool CudaGraphStep::captured() const {
+  return impl_->graph.has_value();
+}
+
+int64_t CudaGraphStep::replays() const {
+  return impl_->replays;
+}
+
+}  // namespace vit

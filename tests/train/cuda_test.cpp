@@ -1,0 +1,184 @@
+// The GPU path against the CPU one. Every test here needs a CUDA device and
+// skips without one (CI has none): run them on a GPU machine with
+// `ctest -R Cuda` (scripts/gpu_session.sh does).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "synthetic.hpp"
+#include "vit/model/checkpoint.hpp"
+#include "vit/train/evaluate.hpp"
+#include "vit/train/precision.hpp"
+#include "vit/train/trainer.hpp"
+#include "vit_test_paths.hpp"
+
+namespace vit {
+namespace {
+
+namespace fs = std::filesystem;
+
+const c10::Device kCuda(c10::kCUDA, 0);
+
+double relative_error(const at::Tensor& value, const at::Tensor& reference) {
+  const auto v = value.detach().to(torch::kCPU, torch::kFloat64);
+  const auto r = reference.detach().to(torch::kCPU, torch::kFloat64);
+  return (v - r).norm().item<double>() / std::max(r.norm().item<double>(), 1e-30);
+}
+
+ModelConfig parity_model() {
+  ModelConfig m = testing::texture_config().model;
+  m.dim = 32;
+  m.depth = 2;
+  m.mlp_dim = 64;
+  return m;
+}
+
+// The same weights on the CPU and on the GPU.
+std::pair<VisionTransformer, VisionTransformer> twins(const ModelConfig& m) {
+  torch::manual_seed(11);
+  VisionTransformer cpu(m), gpu(m);
+  torch::NoGradGuard no_grad;
+  const auto source = cpu->named_parameters();
+  for (auto& p : gpu->named_parameters())
+    p.value().copy_(source[p.key()]);
+  gpu->to(kCuda);
+  return {cpu, gpu};
+}
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+    // fp32 parity means fp32 arithmetic: no TF32 in cuBLAS or cuDNN.
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setAllowTF32CuDNN(false);
+    dir_ = fs::temp_directory_path() /
+           ("vit_cuda_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string run(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(CudaTest, LogitsAttentionAndGradientsMatchTheCpuInFp32) {
+  auto [cpu, gpu] = twins(parity_model());
+  const auto images = torch::randn({8, 1, 8, 8});
+  const auto labels = torch::randint(0, 4, {8}, torch::kInt64);
+  const auto on_cpu = cpu->forward_with_attention(images);
+  const auto on_gpu = gpu->forward_with_attention(images.to(kCuda));
+  EXPECT_LT(relative_error(on_gpu.logits, on_cpu.logits), 1e-5);
+  ASSERT_EQ(on_gpu.attention.size(), on_cpu.attention.size());
+  for (size_t l = 0; l < on_cpu.attention.size(); ++l)
+    EXPECT_LT(relative_error(on_gpu.attention[l], on_cpu.attention[l]), 1e-5) << "layer " << l;
+  torch::nn::functional::cross_entropy(cpu->forward(images), labels).backward();
+  torch::nn::functional::cross_entropy(gpu->forward(images.to(kCuda)), labels.to(kCuda)).backward();
+  const auto cpu_params = cpu->named_parameters();
+  for (const auto& p : gpu->named_parameters())
+    EXPECT_LT(relative_error(p.value().grad(), cpu_params[p.key()].grad()), 1e-4) << p.key();
+}
+
+TEST_F(CudaTest, Bf16LogitsAndGradientsStayNearTheCpuFp32Ones) {
+  auto [cpu, gpu] = twins(parity_model());
+  const auto images = torch::randn({8, 1, 8, 8});
+  const auto labels = torch::randint(0, 4, {8}, torch::kInt64);
+  torch::nn::functional::cross_entropy(cpu->forward(images), labels).backward();
+  at::Tensor logits;
+  {
+    AutocastScope autocast("bf16", kCuda);
+    logits = gpu->forward(images.to(kCuda));
+  }
+  EXPECT_EQ(logits.scalar_type(), at::kBFloat16);
+  EXPECT_LT(relative_error(logits, cpu->forward(images)), 2e-2);
+  torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels.to(kCuda)).backward();
+  const auto cpu_params = cpu->named_parameters();
+  for (const auto& p : gpu->named_parameters())
+    EXPECT_LT(relative_error(p.value().grad(), cpu_params[p.key()].grad()), 5e-2) << p.key();
+}
+
+// Both low precisions learn the textures as well as fp32 does on the CPU
+// (TrainerTest.LossFallsAndAccuracyRisesAboveChance), fp16 through its loss
+// scaler, both with the step replayed from a CUDA graph.
+TEST_F(CudaTest, Bf16AndFp16TrainingLearns) {
+  for (const std::string precision : {"bf16", "fp16"}) {
+    Config c = testing::texture_config();
+    c.train.precision = precision;
+    Trainer trainer(c, testing::texture_splits(), kCuda, run(precision));
+    const TrainSummary s = trainer.fit();
+    EXPECT_EQ(s.stop_reason, "epochs done") << precision;
+    EXPECT_GT(s.best_val_acc, 0.9) << precision;
+    ASSERT_TRUE(s.test.has_value());
+    EXPECT_GT(s.test->accuracy, 0.9) << precision;
+    EXPECT_GT(trainer.cuda_graph_replays(), 60) << precision;  // 72 steps, 3 eager
+  }
+}
+
+// Replaying the captured step is the same training as running it eagerly.
+TEST_F(CudaTest, TheCudaGraphTrainsLikeTheEagerStep) {
+  Config graphed = testing::texture_config(), eager = graphed;
+  eager.train.cuda_graph = false;
+  Trainer a(graphed, testing::texture_splits(), kCuda, run("graph"));
+  Trainer b(eager, testing::texture_splits(), kCuda, run("eager"));
+  const TrainSummary with_graph = a.fit(), without = b.fit();
+  EXPECT_EQ(a.cuda_graph_replays(), with_graph.steps - 3);
+  EXPECT_EQ(b.cuda_graph_replays(), 0);
+  ASSERT_TRUE(with_graph.test && without.test);
+  EXPECT_NEAR(with_graph.test->loss, without.test->loss, 1e-4);
+  const auto other = b.model()->named_parameters();
+  for (const auto& p : a.model()->named_parameters())
+    EXPECT_LT(relative_error(p.value(), other[p.key()]), 1e-4) << p.key();
+}
+
+// best.pt written by a run on one device evaluates to the same accuracy on
+// the other.
+TEST_F(CudaTest, CheckpointsMoveBetweenCudaAndCpu) {
+  const auto splits = testing::texture_splits();
+  for (const auto& [trained_on, evaluated_on] :
+       {std::pair{kCuda, c10::Device(c10::kCPU)}, std::pair{c10::Device(c10::kCPU), kCuda}}) {
+    const auto dir = run(trained_on.str());
+    Config c = testing::texture_config();
+    c.train.epochs = 2;
+    Trainer(c, splits, trained_on, dir).fit();
+    auto evaluate_on = [&](c10::Device device) {
+      LoadedModel loaded = load_model(dir + "/best.pt");
+      loaded.model->to(device);
+      const data::BatchLoader loader(splits.test, data::loader_options(c, device, false));
+      return evaluate(loaded.model, loader, c.model.num_classes, "fp32");
+    };
+    const EvalResult there = evaluate_on(trained_on), here = evaluate_on(evaluated_on);
+    EXPECT_EQ(here.count, 64);
+    EXPECT_EQ(here.accuracy, there.accuracy) << trained_on << " -> " << evaluated_on;
+    EXPECT_NEAR(here.loss, there.loss, 1e-5) << trained_on << " -> " << evaluated_on;
+  }
+}
+
+// What a user sees for a GPU index this machine does not have: one line and
+// a failing exit status, from the command line itself.
+TEST_F(CudaTest, AMissingDeviceIndexIsOneLine) {
+  const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/fashion-mnist.json";
+  const std::string missing = std::to_string(torch::cuda::device_count());
+  FILE* out = ::popen(
+      (std::string(VIT_BINARY) + " info --config " + config + " --device cuda:" + missing + " 2>&1")
+          .c_str(),
+      "r");
+  ASSERT_NE(out, nullptr);
+  std::string text;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, out))
+    text += buffer;
+  const int status = ::pclose(out);
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("[error] --device cuda:" + missing + ": there is no CUDA device " + missing +
+                      " (found " + missing + ")\n"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace vit
