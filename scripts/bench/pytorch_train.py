@@ -136,6 +136,32 @@ def write_profile(path, profiler, steps):
         json.dump({"source": "pytorch " + torch.__version__, "steps": steps, "ops": ops}, f, indent=1)
 
 
+def adamw_with_decay_on_weights(model):
+    """AdamW as vit sets it up: weight decay 0.05 on the weight matrices, none
+    on biases, norms, the class token and the position embedding."""
+    decays = lambda n, p: p.dim() >= 2 and "token" not in n and "pos_embed" not in n
+    decay = [p for n, p in model.named_parameters() if decays(n, p)]
+    plain = [p for n, p in model.named_parameters() if not decays(n, p)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                              {"params": plain, "weight_decay": 0.0}], lr=1e-3)
+
+
+def train_step(model, step_model, optimizer, images, labels, lr, autocast):
+    """One step of the job's recipe at learning rate `lr`: forward under
+    `autocast()`, the label-smoothed loss in fp32, backward, clipping at 1.0,
+    AdamW. Returns the loss, detached and not read (no host sync)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    with autocast():
+        logits = step_model(images)
+    loss = F.cross_entropy(logits.float(), labels, label_smoothing=0.1)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.detach()
+
+
 def add_job_arguments(p):
     """The job's precision, batch, threads, training-set size and model shape
     (the defaults are scripts/bench_vs_pytorch.sh's job); gemm_floor.py
@@ -171,12 +197,7 @@ def main():
     std = torch.tensor([0.2470, 0.2435, 0.2616]).view(1, 3, 1, 1) * 255
 
     model = make_model(a)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "token" not in n and
-             "pos_embed" not in n]
-    plain = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "token" not in n and
-                                                            "pos_embed" not in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
-                                   {"params": plain, "weight_decay": 0.0}], lr=1e-3)
+    optimizer = adamw_with_decay_on_weights(model)
     step_model = torch.compile(model) if a.compile else model
     # PyTorch 1.13 refuses a float32 autocast even when disabled.
     autocast = lambda: (torch.autocast("cpu", dtype=torch.bfloat16) if a.precision == "bf16" else
@@ -194,16 +215,8 @@ def main():
         t0 = time.perf_counter()
         index = order[step * a.batch:(step + 1) * a.batch]
         images = (augment(train_x[index], 4, generator) - mean) / std  # (B, C, S, S)
-        for group in optimizer.param_groups:  # linear warmup over the epoch
-            group["lr"] = 1e-3 * (step + 1) / steps
-        optimizer.zero_grad(set_to_none=True)
-        with autocast():
-            logits = step_model(images)
-        loss = F.cross_entropy(logits.float(), train_y[index], label_smoothing=0.1)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        loss_sum += loss.detach()
+        lr = 1e-3 * (step + 1) / steps  # linear warmup over the epoch
+        loss_sum += train_step(model, step_model, optimizer, images, train_y[index], lr, autocast)
         train_seconds += time.perf_counter() - t0
         seen += len(index)
         if profiler is not None and step == profile_first + profile_steps - 1:

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The timm reference for scripts/bench_gpu.sh: the same training job as
+`vit train` on Fashion-MNIST, on the same GPU, written the way a careful
+PyTorch user would write it.
+
+timm's VisionTransformer of the given shape (class token, mean pooling over
+the patch tokens after the final norm, as vit's "pool": "mean"), AdamW with
+weight decay on the weight matrices only, warmup then cosine, label smoothing
+0.1, gradient clipping at 1.0, autocast, and the crop (zero padding) and flip
+done as batched GPU ops on the uint8 dataset, which lives on the GPU. No host
+sync inside the step: the loss is summed on the GPU and read once.
+
+It trains --warmup steps, then times --steps steps between two
+synchronisations and prints one JSON line: images/s, ms per step, peak GPU
+memory (torch.cuda.max_memory_allocated), the model's forward FLOPs per image
+and the final mean loss. --device cpu runs the same job on the CPU (for
+checking this script where there is no GPU; its speed means nothing then).
+
+Key letters: B batch, C channels, S image side, K classes.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pytorch_train import add_job_arguments, adamw_with_decay_on_weights, train_step
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def forward_flops(a):
+    """Multiply-adds x 2 of one image's forward pass, counted as vit info's
+    flops_per_image does: the matrix products (patch embedding, qkv,
+    attention, projection, MLP, head)."""
+    grid = a.image_size // a.patch_size
+    n = grid * grid + 1
+    d, m = a.dim, a.mlp_dim
+    patch = grid * grid * a.channels * a.patch_size**2 * d
+    block = n * d * 3 * d + 2 * n * n * d + n * d * d + 2 * n * d * m
+    return 2 * (patch + a.depth * block + d * a.num_classes)
+
+
+def make_model(a):
+    from timm.models.vision_transformer import VisionTransformer
+    return VisionTransformer(img_size=a.image_size, patch_size=a.patch_size, in_chans=a.channels,
+                             num_classes=a.num_classes, embed_dim=a.dim, depth=a.depth,
+                             num_heads=a.heads, mlp_ratio=a.mlp_dim / a.dim, qkv_bias=True,
+                             class_token=True, global_pool="avg", fc_norm=False)
+
+
+def crop_flip(batch, padding):
+    """uint8 (B, C, S, S) on the device: a random crop of the zero-padded
+    images and a random horizontal flip, as vit's data.augment does."""
+    B, C, S, _ = batch.shape
+    P = S + 2 * padding
+    padded = F.pad(batch, (padding,) * 4)  # (B, C, P, P)
+    oy = torch.randint(0, 2 * padding + 1, (B, 1, 1, 1), device=batch.device)
+    ox = torch.randint(0, 2 * padding + 1, (B, 1, 1, 1), device=batch.device)
+    flip = torch.rand(B, 1, 1, 1, device=batch.device) < 0.5
+    r = torch.arange(S, device=batch.device)
+    rows = (oy + r.view(1, 1, S, 1)).expand(B, C, S, P)
+    cols = torch.where(flip, ox + S - 1 - r, ox + r).expand(B, C, S, S)
+    return padded.gather(2, rows).gather(3, cols)  # (B, C, S, S)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
+                   help="folder with train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--warmup", type=int, default=30, help="untimed steps first")
+    p.add_argument("--steps", type=int, default=200, help="timed steps")
+    p.add_argument("--channels", type=int, default=1)
+    p.add_argument("--crop-padding", type=int, default=1)
+    add_job_arguments(p)  # precision, batch and the model's shape; the demo model's here
+    p.set_defaults(batch=512, image_size=28, patch_size=7, dim=128, depth=6, heads=4, mlp_dim=256)
+    a = p.parse_args()
+    device = torch.device(a.device)
+    torch.manual_seed(0)
+    images = torch.from_numpy(read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
+                              .copy()).unsqueeze(1).to(device)  # uint8 (N, 1, 28, 28)
+    labels = torch.from_numpy(read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))
+                              .astype(np.int64)).to(device)
+    mean, std = 0.2860 * 255, 0.3530 * 255
+
+    model = make_model(a).to(device)
+    optimizer = adamw_with_decay_on_weights(model)
+    step_model = torch.compile(model) if a.compile else model
+    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16,
+                                      enabled=a.precision == "bf16")
+    total = a.warmup + a.steps
+    warmup_steps = max(1, total // 10)
+
+    def lr_at(step):  # linear warmup, then cosine to zero
+        if step < warmup_steps:
+            return 1e-3 * (step + 1) / warmup_steps
+        return 0.5e-3 * (1 + math.cos(math.pi * (step - warmup_steps) / (total - warmup_steps)))
+
+    loss_sum = torch.zeros((), device=device)
+    order = torch.randperm(len(images), device=device)
+    model.train()
+    for step in range(total):
+        if step == a.warmup:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            start = time.perf_counter()
+            loss_sum.zero_()
+        begin = (step * a.batch) % (len(images) - a.batch)
+        index = order[begin:begin + a.batch]
+        batch = (crop_flip(images[index], a.crop_padding).float() - mean) / std
+        loss_sum += train_step(model, step_model, optimizer, batch, labels[index], lr_at(step),
+                               autocast)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    print(json.dumps({
+        "torch": torch.__version__, "model": "timm" + ("+compile" if a.compile else ""),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "precision": a.precision, "batch": a.batch, "steps": a.steps,
+        "images_per_sec": a.steps * a.batch / seconds, "ms_per_step": 1e3 * seconds / a.steps,
+        "peak_gpu_mib": (torch.cuda.max_memory_allocated(device) / 2**20
+                         if device.type == "cuda" else None),
+        "flops_per_image": forward_flops(a), "train_loss": float(loss_sum) / a.steps}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

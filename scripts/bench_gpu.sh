@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# vit against timm on one GPU (issue 15): the same model, data and recipe,
+# each contender its own process, interleaved, median of RUNS.
+#
+# The job: Fashion-MNIST on the GPU, bf16, AdamW (weight decay on weights),
+# warmup + cosine, label smoothing 0.1, gradient clipping 1.0, crop (padding
+# 1) and flip as batched GPU ops. WARMUP untimed steps, then STEPS timed ones.
+#   vit           $VIT train, validating every WARMUP steps on 1,024 images;
+#                 its images/s is the median of metrics.jsonl's records after
+#                 the first (training time only, as vit measures it)
+#   timm          scripts/bench/timm_gpu_train.py: timm's VisionTransformer in
+#                 eager PyTorch, dataset and augmentation on the GPU, no host
+#                 sync in the step
+#   timm-compile  the same under torch.compile
+#
+# Rows (ROW = MODEL/BATCH):
+#   demo/64 demo/512   the demo model: patch 7, dim 128, depth 6, 4 heads, MLP 256
+#   p4d384/512         patch 4, dim 384, depth 12, 6 heads, MLP 1536
+#
+# It prints, per row and contender, the median images/s, ms per step, peak
+# GPU memory (MiB), model FLOP utilisation (3 x forward FLOPs per image x
+# images/s over the GPU's dense bf16 peak) and vit's ratio to each. Raw
+# results go to $WORK/results.jsonl. A benchmark, never a timed test.
+#
+# Usage: scripts/bench_gpu.sh [ROW...]   (default: demo/64 demo/512 p4d384/512)
+# Env:   VIT=build-pip/vit  PYTHON=python3 (a Python with torch and timm)
+#        DATA=/usr/share/datasets/fashion-mnist  RUNS=3  WARMUP=30  STEPS=210
+#        CONTENDERS="vit timm timm-compile"  DEVICE=cuda  WORK=/tmp/vit-bench-gpu
+#        PEAK_TFLOPS (default: 989 for an H100 SXM or H200, 756 for an H100 PCIe)
+#        VIT_SET="key=value ..."  extra --set overrides for vit (train.cuda_graph=false, say)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VIT=${VIT:-build-pip/vit}
+PYTHON=${PYTHON:-python3}
+DATA=${DATA:-/usr/share/datasets/fashion-mnist}
+RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-30}
+STEPS=${STEPS:-210}
+CONTENDERS=${CONTENDERS:-"vit timm timm-compile"}
+DEVICE=${DEVICE:-cuda}
+WORK=${WORK:-/tmp/vit-bench-gpu}
+rows=("$@")
+[ ${#rows[@]} -gt 0 ] || rows=(demo/64 demo/512 p4d384/512)
+
+die() { echo "bench_gpu: $*" >&2; exit 1; }
+[[ -x $VIT ]] || die "missing $VIT: run scripts/build.sh --torch pip first (or set VIT)"
+[[ -f $DATA/train-images-idx3-ubyte.gz ]] || die "no Fashion-MNIST in $DATA (set DATA)"
+[[ $WARMUP -ge 1 && $STEPS -ge $((2 * WARMUP)) ]] || die "need WARMUP >= 1 and STEPS >= 2 x WARMUP"
+have_timm=1
+"$PYTHON" -c 'import torch, timm' 2>/dev/null || {
+  have_timm=0
+  echo "bench_gpu: $PYTHON cannot import torch and timm: timing vit alone" >&2
+}
+
+# MODEL -> "patch dim depth heads mlp"
+model_shape() {
+  case "$1" in
+    demo) echo "7 128 6 4 256" ;;
+    p4d384) echo "4 384 12 6 1536" ;;
+    *) die "unknown model '$1' (known: demo, p4d384)" ;;
+  esac
+}
+
+peak_tflops() {
+  if [[ -n ${PEAK_TFLOPS:-} ]]; then echo "$PEAK_TFLOPS"; return; fi
+  local name
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null || true)
+  case "$name" in
+    *H100*PCIe*) echo 756 ;;
+    *H100* | *H200* | *GH200*) echo 989 ;;
+    *) echo 0 ;;  # unknown: no MFU column
+  esac
+}
+
+# CONTENDER ROW RUN -> one JSON line on stdout
+run_one() {
+  local who=$1 model=${2%/*} batch=${2#*/} run=$3
+  read -r patch dim depth heads mlp <<<"$(model_shape "$model")"
+  case "$who" in
+    vit)
+      local out=$WORK/vit-$model-$batch-$run
+      rm -rf "$out"
+      local sets=(model.patch_size=$patch model.dim=$dim model.depth=$depth model.heads=$heads
+                  model.mlp_dim=$mlp train.batch_size=$batch train.epochs=1
+                  train.validate_every=$WARMUP train.early_stop_patience=0
+                  train.warmup_epochs=0.1 data.root=$DATA data.val_size=1024
+                  data.limit_train=$(((WARMUP + STEPS) * batch)) data.limit_test=1024)
+      # shellcheck disable=SC2206
+      sets+=(${VIT_SET:-})
+      local args=()
+      for s in "${sets[@]}"; do args+=(--set "$s"); done
+      "$VIT" train --config configs/fashion-mnist.json "${args[@]}" --device "$DEVICE" \
+        --out "$out" -q >"$out.log" 2>&1 || { cat "$out.log" >&2; die "vit train failed"; }
+      "$PYTHON" - "$out" "$batch" <<'PY'
+import json, statistics, sys
+out, batch = sys.argv[1], int(sys.argv[2])
+records = [json.loads(l) for l in open(out + "/metrics.jsonl")][1:]  # the first holds the warmup
+summary = json.load(open(out + "/summary.json"))
+ips = statistics.median(r["images_per_sec"] for r in records)
+print(json.dumps({"model": "vit", "images_per_sec": ips, "ms_per_step": 1e3 * batch / ips,
+                  "peak_gpu_mib": summary.get("peak_gpu_memory_mib"), "records": len(records)}))
+PY
+      ;;
+    timm | timm-compile)
+      local extra=()
+      [[ $who == timm-compile ]] && extra=(--compile)
+      "$PYTHON" scripts/bench/timm_gpu_train.py --data "$DATA" --device "$DEVICE" \
+        --batch "$batch" --warmup "$WARMUP" --steps "$STEPS" --patch-size "$patch" --dim "$dim" \
+        --depth "$depth" --heads "$heads" --mlp-dim "$mlp" "${extra[@]}" 2>"$WORK/$who.err" |
+        tail -n 1 || { cat "$WORK/$who.err" >&2; die "$who failed"; }
+      ;;
+    *) die "unknown contender '$who' (known: vit, timm, timm-compile)" ;;
+  esac
+}
+
+mkdir -p "$WORK"
+results=$WORK/results.jsonl
+: >"$results"
+contenders=()
+for who in $CONTENDERS; do
+  [[ $who == vit || $have_timm == 1 ]] && contenders+=("$who")
+done
+echo "bench_gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null || echo "$DEVICE"), $(date -u +%F)" >&2
+for row in "${rows[@]}"; do
+  for run in $(seq 1 "$RUNS"); do
+    for who in "${contenders[@]}"; do  # interleaved: each run visits every contender
+      line=$(run_one "$who" "$row" "$run")
+      echo "{\"row\": \"$row\", \"contender\": \"$who\", \"run\": $run, \"result\": $line}" >>"$results"
+      echo "  $row run $run $who: $line" >&2
+    done
+  done
+done
+
+"$PYTHON" - "$results" "$(peak_tflops)" <<'PY'
+import json, statistics, sys
+results = [json.loads(l) for l in open(sys.argv[1])]
+peak = float(sys.argv[2]) * 1e12
+shapes = {"demo": (7, 128, 6, 256), "p4d384": (4, 384, 12, 1536)}
+
+def forward_flops(model):  # as scripts/bench/timm_gpu_train.py counts them
+    patch, d, depth, m = shapes[model]
+    grid = 28 // patch
+    n = grid * grid + 1
+    block = n * d * 3 * d + 2 * n * n * d + n * d * d + 2 * n * d * m
+    return 2 * (grid * grid * patch * patch * d + depth * block + d * 10)
+
+print(f"{'row':<12}{'contender':<14}{'img/s':>10}{'ms/step':>9}{'peak MiB':>10}"
+      f"{'MFU':>7}{'vit/this':>10}")
+for row in dict.fromkeys(r["row"] for r in results):
+    by = {}
+    for r in results:
+        if r["row"] == row:
+            by.setdefault(r["contender"], []).append(r["result"])
+    med = {who: statistics.median(x["images_per_sec"] for x in rs) for who, rs in by.items()}
+    flops = 3 * forward_flops(row.split("/")[0])
+    for who, rs in by.items():
+        mem = max((x["peak_gpu_mib"] or 0) for x in rs)
+        mfu = f"{100 * med[who] * flops / peak:.1f}%" if peak > 0 else "-"
+        ratio = f"{med['vit'] / med[who]:.2f}" if "vit" in med else "-"
+        print(f"{row:<12}{who:<14}{med[who]:>10.0f}{1e3 * int(row.split('/')[1]) / med[who]:>9.2f}"
+              f"{mem:>10.0f}{mfu:>7}{ratio:>10}")
+PY
