@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "vit/build_features.hpp"
+#include "vit/error.hpp"
 
 #if VIT_WITH_CUDA
 #include <ATen/autocast_mode.h>
@@ -19,10 +20,6 @@ namespace vit {
 #if VIT_WITH_CUDA
 
 namespace {
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 bool same_shapes(const at::Tensor& a, const at::Tensor& b) {
   if (a.defined() != b.defined()) return false;
@@ -97,7 +94,7 @@ struct CudaGraphStep::Impl {
       graph.reset();
       eager_only = true;
       spdlog::warn("train.cuda_graph: capturing the step failed ({}); training on without it",
-                   first_line(e.what_without_backtrace()));
+                   first_line_of(e));
       step(batch);  // a capture runs nothing: this step is still to do
       return;
     }
@@ -135,8 +132,7 @@ CudaGraphStep::CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps
 
 struct CudaGraphStep::Impl {
   Step step;
-  int64_t replays = 0;
-  std::optional<bool> graph;  // never captured
+  int64_t replays = 0;  // never captured, never replayed
   void run(const data::Batch& batch) { step(batch); }
 };
 
@@ -145,7 +141,7 @@ bool CudaGraphStep::available() {
 }
 
 CudaGraphStep::CudaGraphStep(Step step, c10::Device, int64_t)
-    : impl_(std::make_unique<Impl>(Impl{std::move(step), 0, std::nullopt})) {}
+    : impl_(std::make_unique<Impl>(Impl{std::move(step), 0})) {}
 
 #endif
 
@@ -153,10 +149,6 @@ CudaGraphStep::~CudaGraphStep() = default;
 
 void CudaGraphStep::run(const data::Batch& batch) {
   impl_->run(batch);
-}
-
-bool CudaGraphStep::captured() const {
-  return impl_->graph.has_value();
 }
 
 int64_t CudaGraphStep::replays() const {

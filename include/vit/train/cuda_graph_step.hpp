@@ -36,8 +36,7 @@ class CudaGraphStep {
 
   // Runs the step on `batch`: eagerly, captured, or replayed (see above).
   void run(const data::Batch& batch);
-  bool captured() const;
-  int64_t replays() const;
+  int64_t replays() const;  // steps run as a replay of the captured graph
 
  private:
   struct Impl;
