@@ -76,6 +76,19 @@ struct CudaGraphStep::Impl {
     side->synchronize();
   }
 
+  // A capture that threw midway leaves the side stream capturing, which makes
+  // later launches fail: end it and drop what it recorded.
+  void abandon_capture() {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(side->stream(), &status) == cudaSuccess &&
+        status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(side->stream(), &partial) == cudaSuccess && partial)
+        cudaGraphDestroy(partial);
+    }
+    (void)cudaGetLastError();  // the failed capture's error is reported above, not later
+  }
+
   void capture(const data::Batch& batch) {
     inputs = static_copy(batch);
     graph.emplace();
@@ -90,6 +103,7 @@ struct CudaGraphStep::Impl {
         graph->capture_end();
       });
     } catch (const c10::Error& e) {
+      abandon_capture();
       at::autocast::set_autocast_cache_enabled(cache_was_enabled);
       graph.reset();
       eager_only = true;
