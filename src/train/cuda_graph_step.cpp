@@ -135,10 +135,6 @@ struct CudaGraphStep::Impl {
   }
 };
 
-bool CudaGraphStep::available() {
-  return true;
-}
-
 CudaGraphStep::CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps)
     : impl_(std::make_unique<Impl>(std::move(step), device, warmup_steps)) {}
 
@@ -149,10 +145,6 @@ struct CudaGraphStep::Impl {
   int64_t replays = 0;  // never captured, never replayed
   void run(const data::Batch& batch) { step(batch); }
 };
-
-bool CudaGraphStep::available() {
-  return false;
-}
 
 CudaGraphStep::CudaGraphStep(Step step, c10::Device, int64_t)
     : impl_(std::make_unique<Impl>(Impl{std::move(step), 0})) {}

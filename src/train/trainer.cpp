@@ -187,8 +187,8 @@ bool Trainer::validation_due(int64_t step) const {
 }
 
 bool Trainer::read_due(int64_t step) const {
-  return step % read_every_ == 0 || validation_due(step) ||
-         step == config_.train.epochs * steps_per_epoch_ || (!group_ && stop_requested());
+  // validation_due() includes the last step.
+  return step % read_every_ == 0 || validation_due(step) || (!group_ && stop_requested());
 }
 
 void Trainer::train_step(const data::Batch& batch) {
@@ -264,8 +264,7 @@ bool Trainer::read_step_totals() {
 
 void Trainer::start_cuda_graph_if_wanted() {
   if (!device_.is_cuda() || !config_.train.cuda_graph) return;
-  std::string why_not;
-  if (!CudaGraphStep::available()) why_not = "this build's LibTorch has no CUDA";
+  std::string why_not;  // a CUDA device means a LibTorch with CUDA
   if (group_) why_not = "not yet under torchrun";
   if (profiler_.active()) why_not = "--profile records every operator eagerly";
   if (!why_not.empty()) {

@@ -28,9 +28,6 @@ class CudaGraphStep {
  public:
   using Step = std::function<void(const data::Batch&)>;
 
-  // Whether this build can capture steps at all (its LibTorch has CUDA).
-  static bool available();
-
   CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps = 3);
   ~CudaGraphStep();
 
