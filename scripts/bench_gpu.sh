@@ -131,19 +131,21 @@ for row in "${rows[@]}"; do
   done
 done
 
-"$PYTHON" - "$results" "$(peak_tflops)" <<'PY'
+# Forward multiply-adds per image of each row's model, from vit's own count
+# (`vit info`'s flops_per_image counts multiply-adds, as timm's tables do).
+macs=()
+for row in "${rows[@]}"; do
+  read -r patch dim depth heads mlp <<<"$(model_shape "${row%/*}")"
+  macs+=("$row=$("$VIT" info --config configs/fashion-mnist.json --set model.patch_size=$patch \
+    --set model.dim=$dim --set model.depth=$depth --set model.heads=$heads \
+    --set model.mlp_dim=$mlp --json | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["flops_per_image"])')")
+done
+
+"$PYTHON" - "$results" "$(peak_tflops)" "${macs[@]}" <<'PY'
 import json, statistics, sys
 results = [json.loads(l) for l in open(sys.argv[1])]
 peak = float(sys.argv[2]) * 1e12
-shapes = {"demo": (7, 128, 6, 256), "p4d384": (4, 384, 12, 1536)}
-
-def forward_flops(model):  # as scripts/bench/timm_gpu_train.py counts them
-    patch, d, depth, m = shapes[model]
-    grid = 28 // patch
-    n = grid * grid + 1
-    block = n * d * 3 * d + 2 * n * n * d + n * d * d + 2 * n * d * m
-    return 2 * (grid * grid * patch * patch * d + depth * block + d * 10)
-
+macs = {row: int(n) for row, n in (arg.split("=") for arg in sys.argv[3:])}
 print(f"{'row':<12}{'contender':<14}{'img/s':>10}{'ms/step':>9}{'peak MiB':>10}"
       f"{'MFU':>7}{'vit/this':>10}")
 for row in dict.fromkeys(r["row"] for r in results):
@@ -152,7 +154,7 @@ for row in dict.fromkeys(r["row"] for r in results):
         if r["row"] == row:
             by.setdefault(r["contender"], []).append(r["result"])
     med = {who: statistics.median(x["images_per_sec"] for x in rs) for who, rs in by.items()}
-    flops = 3 * forward_flops(row.split("/")[0])
+    flops = 3 * 2 * macs[row]  # training: forward + backward (2x); 2 FLOPs per multiply-add
     for who, rs in by.items():
         mem = max((x["peak_gpu_mib"] or 0) for x in rs)
         mfu = f"{100 * med[who] * flops / peak:.1f}%" if peak > 0 else "-"

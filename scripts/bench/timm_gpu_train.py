@@ -12,8 +12,7 @@ sync inside the step: the loss is summed on the GPU and read once.
 
 It trains --warmup steps, then times --steps steps between two
 synchronisations and prints one JSON line: images/s, ms per step, peak GPU
-memory (torch.cuda.max_memory_allocated), the model's forward FLOPs per image
-and the final mean loss. --device cpu runs the same job on the CPU (for
+memory (torch.cuda.max_memory_allocated) and the final mean loss. --device cpu runs the same job on the CPU (for
 checking this script where there is no GPU; its speed means nothing then).
 
 Key letters: B batch, C channels, S image side, K classes.
@@ -39,18 +38,6 @@ def read_idx(path):
     dims = data[3]
     shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
-def forward_flops(a):
-    """Multiply-adds x 2 of one image's forward pass, counted as vit info's
-    flops_per_image does: the matrix products (patch embedding, qkv,
-    attention, projection, MLP, head)."""
-    grid = a.image_size // a.patch_size
-    n = grid * grid + 1
-    d, m = a.dim, a.mlp_dim
-    patch = grid * grid * a.channels * a.patch_size**2 * d
-    block = n * d * 3 * d + 2 * n * n * d + n * d * d + 2 * n * d * m
-    return 2 * (patch + a.depth * block + d * a.num_classes)
 
 
 def make_model(a):
@@ -135,7 +122,7 @@ def main():
         "images_per_sec": a.steps * a.batch / seconds, "ms_per_step": 1e3 * seconds / a.steps,
         "peak_gpu_mib": (torch.cuda.max_memory_allocated(device) / 2**20
                          if device.type == "cuda" else None),
-        "flops_per_image": forward_flops(a), "train_loss": float(loss_sum) / a.steps}))
+        "train_loss": float(loss_sum) / a.steps}))
 
 
 if __name__ == "__main__":
