@@ -32,6 +32,7 @@ TEST(Config, DefaultsMatchTheDesignDocument) {
   EXPECT_EQ(c.train.batch_size, 128);
   EXPECT_DOUBLE_EQ(c.train.lr, 1e-3);
   EXPECT_EQ(c.train.precision, "fp32");
+  EXPECT_TRUE(c.train.cuda_graph);
   EXPECT_NO_THROW(c.validate());
 }
 
@@ -68,6 +69,8 @@ TEST(Config, WrongTypesAreErrors) {
             "test.json: config key 'model.depth': got number 6.5, expected an integer");
   EXPECT_EQ(error_of([] { from(R"({"model": {"qkv_bias": 1}})"); }),
             "test.json: config key 'model.qkv_bias': got number 1, expected true or false");
+  EXPECT_EQ(error_of([] { from(R"({"train": {"cuda_graph": "off"}})"); }),
+            "test.json: config key 'train.cuda_graph': got string \"off\", expected true or false");
   EXPECT_EQ(error_of([] { from(R"({"model": 3})"); }),
             "test.json: config section 'model': got number, expected a JSON object");
   EXPECT_EQ(error_of([] { from(R"({"seed": -1})"); }),
@@ -264,6 +267,8 @@ TEST(Config, OverridesParseByFieldType) {
   apply_override(c, "model.qkv_bias=false");
   apply_override(c, "name=my run");
   apply_override(c, "data.mean=[0.5,0.5,0.5]");
+  apply_override(c, "train.cuda_graph=false");
+  EXPECT_FALSE(c.train.cuda_graph);
   EXPECT_EQ(c.model.depth, 8);
   EXPECT_DOUBLE_EQ(c.train.lr, 5e-4);
   EXPECT_FALSE(c.model.qkv_bias);

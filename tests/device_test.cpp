@@ -1,6 +1,7 @@
 #include "vit/device.hpp"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -58,6 +59,26 @@ TEST(Device, SubnormalResultsFlushToZero) {
   EXPECT_EQ((torch::full({1}, 1e-30f) * 1e-10f).item<float>(), 0.0f);
   at::globalContext().setFlushDenormal(false);
   EXPECT_GT((torch::full({1}, 1e-30f) * 1e-10f).item<float>(), 0.0f);
+}
+
+// On the CPU there is no GPU memory to report (summary.json then leaves the
+// key out), and a tensor needs no copy to get there.
+TEST(Device, TheCpuHasNoGpuMemoryAndNeedsNoCopy) {
+  EXPECT_FALSE(peak_gpu_memory_bytes(c10::Device(c10::kCPU)).has_value());
+  const auto host = torch::arange(6);
+  const auto there = to_device(host, c10::Device(c10::kCPU));
+  EXPECT_TRUE(there.is_same(host));
+}
+
+TEST(Device, ToAGpuTheCopyArrivesWhole) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs CUDA";
+  const c10::Device gpu(c10::kCUDA, 0);
+  std::vector<int64_t> values = {3, 1, 4, 1, 5};
+  const auto there = to_device(torch::from_blob(values.data(), {5}, torch::kInt64), gpu);
+  values.assign(5, 0);  // the copy went through pinned memory, not from this buffer later
+  EXPECT_EQ(there.device(), gpu);
+  EXPECT_TRUE(there.cpu().equal(torch::tensor({3, 1, 4, 1, 5}, torch::kInt64)));
+  EXPECT_GT(peak_gpu_memory_bytes(gpu).value_or(0), 0);
 }
 
 }  // namespace

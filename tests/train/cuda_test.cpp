@@ -134,6 +134,15 @@ TEST_F(CudaTest, TheCudaGraphTrainsLikeTheEagerStep) {
     EXPECT_LT(relative_error(p.value(), other[p.key()]), 1e-4) << p.key();
 }
 
+// On the GPU the trainer reads the step statistics only every 25 steps and
+// at validations (here at step 12, the epoch's end); the bad step is still
+// named exactly, and none of the steps after it reached the weights.
+TEST_F(CudaTest, AnInfiniteGradientNormIsNamedByItsStep) {
+  Trainer trainer(testing::texture_config(), testing::texture_splits(), kCuda, run("g"));
+  testing::expect_an_infinite_norm_stops_at_step_1(trainer);
+  EXPECT_FALSE(fs::exists(run("g") + "/last.pt"));
+}
+
 // best.pt written by a run on one device evaluates to the same accuracy on
 // the other.
 TEST_F(CudaTest, CheckpointsMoveBetweenCudaAndCpu) {

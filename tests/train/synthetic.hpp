@@ -2,7 +2,10 @@
 // A small, learnable dataset for trainer tests: four textures on noisy 8x8
 // gray images (row stripes, column stripes, checkerboard, flat). Every patch
 // carries the class, so a one-block ViT learns it in a few dozen steps.
+#include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include "error_of.hpp"
 
 #include "vit/config.hpp"
 #include "vit/data/dataset.hpp"
@@ -69,6 +72,23 @@ inline void save_texture_checkpoint(const std::string& path) {
 
 inline data::DataSplits texture_splits() {
   return {texture_dataset(192, 1), texture_dataset(64, 2), texture_dataset(64, 3), {0.3}, {0.3}};
+}
+
+// Fits a fresh trainer of texture_config() whose final norm weight is 1e21:
+// the loss stays finite, but the head's gradient (~1e21 per entry) overflows
+// the fp32 sum of squares behind the global norm. The run must stop naming
+// step 1, with the weights untouched by the optimizer.
+inline void expect_an_infinite_norm_stops_at_step_1(Trainer& trainer) {
+  torch::Tensor head_before;
+  {
+    torch::NoGradGuard no_grad;
+    trainer.model()->norm->weight.fill_(1e21);
+    head_before = trainer.model()->head->weight.clone();
+  }
+  EXPECT_EQ(error_of([&] { trainer.fit(); }),
+            "gradient norm is inf at step 1 (epoch 1); stopping. No checkpoint was written "
+            "before it");
+  EXPECT_TRUE(torch::equal(trainer.model()->head->weight, head_before));
 }
 
 }  // namespace vit::testing
