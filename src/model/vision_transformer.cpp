@@ -82,32 +82,62 @@ torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
                        .reshape({B, N, heads_ * head_dim_})));  // (B, N, I) -> (B, N, D)
 }
 
-std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
-    const torch::Tensor& x) {
-  const auto qkv_heads = split_heads(x);
-  const auto& q = qkv_heads[0];
-  const auto& k = qkv_heads[1];
-  const auto& v = qkv_heads[2];
+std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::Tensor& x) {
+  const int64_t B = x.size(0), N = x.size(1), I = heads_ * head_dim_;
+  const auto& weight = compute_weight(qkv->weight);  // (3I, D): the rows of q, then k, then v
+  const auto& bias = compute_weight(qkv->bias);
+  const auto rows = [](const torch::Tensor& t, int64_t start, int64_t count) {
+    return t.defined() ? t.narrow(/*dim=*/0, start, count) : t;
+  };
+  auto q = at::linear(x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1), rows(weight, 0, I),
+                      rows(bias, 0, I))               // (B, 1, I)
+               .view({B, 1, heads_, head_dim_})       // (B, 1, H, Dh)
+               .transpose(1, 2);                      // (B, H, 1, Dh)
+  auto kv = at::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I))  // (B, N, 2I)
+                .reshape({B, N, 2, heads_, head_dim_})                   // (B, N, 2, H, Dh)
+                .permute({2, 0, 3, 1, 4})                                // (2, B, H, N, Dh)
+                .unbind(0);
+  return {q, kv[0], kv[1]};
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::attend_explicitly(const torch::Tensor& q,
+                                                                         const torch::Tensor& k,
+                                                                         const torch::Tensor& v) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   // The softmax runs in fp32 even under bf16 autocast, so the probabilities
   // handed to the analyses sum to 1 at full precision.
   auto attn = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, /*dim=*/-1,
-                             torch::kFloat);                         // (B, H, N, N)
-  auto out = torch::matmul(attn_drop(attn).to(v.scalar_type()), v);  // (B, H, N, Dh)
+                             torch::kFloat);                         // (B, H, Nq, N)
+  auto out = torch::matmul(attn_drop(attn).to(v.scalar_type()), v);  // (B, H, Nq, Dh)
+  return {out, attn};
+}
+
+torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
+                                          /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
+                                          /*is_causal=*/false);  // (B, H, Nq, Dh)
+#else
+  return attend_explicitly(q, k, v).first;
+#endif
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
+    const torch::Tensor& x) {
+  const auto qkv_heads = split_heads(x);
+  auto [out, attn] = attend_explicitly(qkv_heads[0], qkv_heads[1], qkv_heads[2]);
   return {merge_heads(out), attn};
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
-#if TORCH_VERSION_MAJOR >= 2
   const auto qkv_heads = split_heads(x);
-  auto out = at::scaled_dot_product_attention(qkv_heads[0], qkv_heads[1], qkv_heads[2],
-                                              /*attn_mask=*/{},
-                                              /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
-                                              /*is_causal=*/false);  // (B, H, N, Dh)
-  return merge_heads(out);
-#else
-  return forward_with_attention(x).first;
-#endif
+  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));
+}
+
+torch::Tensor AttentionImpl::forward_class_token(const torch::Tensor& x) {
+  const auto qkv_heads = split_heads_class_query(x);
+  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));  // (B, 1, D)
 }
 
 MlpImpl::MlpImpl(const ModelConfig& cfg) {
@@ -130,6 +160,11 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
 torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
   auto x = input + attn(norm1(input));
   return x + mlp(norm2(x));
+}
+
+torch::Tensor BlockImpl::forward_class_token(const torch::Tensor& input) {
+  auto x = input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) + attn->forward_class_token(norm1(input));
+  return x + mlp(norm2(x));  // (B, 1, D)
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(
@@ -186,8 +221,13 @@ torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
   auto x = embed(images);
-  for (const auto& block : *blocks)
-    x = block->as<Block>()->forward(x);
+  const bool head_reads_class_token_only = cfg_.pool == "cls";
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    auto* block = blocks[i]->as<Block>();
+    const bool last = i + 1 == blocks->size();
+    x = last && head_reads_class_token_only ? block->forward_class_token(x)  // (B, 1, D)
+                                            : block->forward(x);             // (B, N, D)
+  }
   return classify(x);
 }
 

@@ -210,11 +210,45 @@ TEST(VisionTransformer, AttentionMatchesAHandComputation) {
 
   const auto fast = attn->forward(x);
   const auto [out, attention] = attn->forward_with_attention(x);
+  const auto class_token = attn->forward_class_token(x);
   ASSERT_EQ(fast.sizes(), (std::vector<int64_t>{B, N, D}));
+  ASSERT_EQ(class_token.sizes(), (std::vector<int64_t>{B, 1, D}));
+  EXPECT_LT((class_token - expected.narrow(/*dim=*/1, 0, 1)).abs().max().item<double>(), 1e-5);
   ASSERT_EQ(attention.sizes(), (std::vector<int64_t>{B, H, N, N}));
   EXPECT_LT((fast - expected).abs().max().item<double>(), 1e-5);
   EXPECT_LT((out - expected).abs().max().item<double>(), 1e-5);
   EXPECT_LT((attention - expected_probs).abs().max().item<double>(), 1e-5);
+}
+
+// With pool "cls", forward() runs the last block for the class token alone;
+// forward_with_attention() runs every block in full. Logits and every
+// parameter's gradient must agree, with and without the qkv bias.
+TEST(VisionTransformer, ClassTokenOnlyLastBlockKeepsLogitsAndGradients) {
+  for (const bool qkv_bias : {true, false}) {
+    torch::manual_seed(7);
+    auto cfg = small_config();
+    cfg.pool = "cls";
+    cfg.qkv_bias = qkv_bias;
+    cfg.depth = 3;
+    VisionTransformer model(cfg);
+    const auto x = torch::randn({3, 3, 16, 16});
+    const auto labels = torch::tensor({0, 4, 2});
+    const auto params = model->parameters();
+    const auto gradients_of = [&](const torch::Tensor& logits) {
+      return torch::autograd::grad({torch::cross_entropy_loss(logits, labels)}, params);
+    };
+    const auto short_logits = model->forward(x);
+    const auto full_logits = model->forward_with_attention(x).logits;
+    EXPECT_LT((short_logits - full_logits).abs().max().item<double>(), 1e-5) << qkv_bias;
+    const auto short_grads = gradients_of(short_logits), full_grads = gradients_of(full_logits);
+    ASSERT_EQ(short_grads.size(), full_grads.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const double scale = full_grads[i].abs().max().item<double>();
+      ASSERT_GT(scale, 0.0) << i;  // every parameter reaches the loss, the last block's too
+      EXPECT_LT((short_grads[i] - full_grads[i]).abs().max().item<double>(), 1e-5 * scale)
+          << model->named_parameters()[i].key() << " qkv_bias " << qkv_bias;
+    }
+  }
 }
 
 TEST(VisionTransformer, EvalOutputsSurviveSaveAndLoad) {
