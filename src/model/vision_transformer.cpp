@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "vit/model/gelu.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
@@ -147,7 +148,7 @@ MlpImpl::MlpImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return drop(linear(fc2, drop(torch::gelu(linear(fc1, x)))));  // (B, N, M) inside, (B, N, D) out
+  return drop(linear(fc2, drop(vit::gelu(linear(fc1, x)))));  // (B, N, M) inside, (B, N, D) out
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg) {

@@ -1,0 +1,145 @@
+// The exact GELU in AVX-512 intrinsics. Each function that uses them carries
+// the target attribute, so this file builds with the project's flags and the
+// code runs only where avx512_gelu_supported() said yes.
+#include "gelu_avx512.hpp"
+
+#include <immintrin.h>
+
+// GCC 12 warns that the `_mm512_undefined_*` pass-through operands inside
+// several AVX-512 intrinsics (abs, roundscale, scalef, the narrowing
+// conversion) "may be used uninitialized": a false positive of its headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define VIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+namespace vit::detail {
+namespace {
+
+// Abramowitz & Stegun 7.1.26: erfc(z) = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2),
+// t = 1 / (1 + p z), z >= 0, with an absolute error below 1.5e-7: the
+// approximation ATen's vectorised erf uses. Taking erfc directly keeps the
+// left tail Phi(-|x|) = erfc(|x| / sqrt 2) / 2 free of 1 + erf's cancellation.
+constexpr float kP = 0.3275911f;
+constexpr float kA1 = 0.254829592f, kA2 = -0.284496736f, kA3 = 1.421413741f,
+                kA4 = -1.453152027f, kA5 = 1.061405429f;
+constexpr float kSqrtHalf = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+VIT_AVX512 inline __m512 splat(float v) {
+  return _mm512_set1_ps(v);
+}
+
+// exp(y) for y <= 0 (or NaN): y = n ln 2 + r with |r| <= ln 2 / 2 (Cody-Waite,
+// ln 2 in two parts as Cephes splits it), exp(r) by its Taylor series to r^6
+// (relative error below 2e-7), and 2^n applied by vscalefps, which goes
+// smoothly to 0 below float's range.
+VIT_AVX512 inline __m512 exp_nonpositive(__m512 y) {
+  y = _mm512_max_ps(splat(-104.0f), y);  // max_ps returns its second operand for NaN
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, splat(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, splat(0.693359375f), y);
+  r = _mm512_fnmadd_ps(n, splat(-2.12194440e-4f), r);
+  __m512 p = splat(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, splat(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, splat(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, splat(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, splat(0.5f));
+  p = _mm512_fmadd_ps(p, r, splat(1.0f));
+  p = _mm512_fmadd_ps(p, r, splat(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Phi(x), the standard normal CDF, and exp(-x^2 / 2), which the derivative
+// reuses for the density.
+struct Normal {
+  __m512 cdf, gauss;
+};
+
+VIT_AVX512 inline Normal normal_of(__m512 x) {
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), splat(kSqrtHalf));
+  const __m512 t = _mm512_div_ps(splat(1.0f), _mm512_fmadd_ps(splat(kP), z, splat(1.0f)));
+  __m512 poly = _mm512_fmadd_ps(splat(kA5), t, splat(kA4));
+  poly = _mm512_fmadd_ps(poly, t, splat(kA3));
+  poly = _mm512_fmadd_ps(poly, t, splat(kA2));
+  poly = _mm512_fmadd_ps(poly, t, splat(kA1));
+  poly = _mm512_mul_ps(poly, t);
+  const __m512 gauss = exp_nonpositive(_mm512_mul_ps(_mm512_mul_ps(z, z), splat(-1.0f)));
+  const __m512 left_tail = _mm512_mul_ps(_mm512_mul_ps(poly, gauss), splat(0.5f));  // Phi(-|x|)
+  const __mmask16 non_negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+  return {_mm512_mask_sub_ps(left_tail, non_negative, splat(1.0f), left_tail), gauss};
+}
+
+VIT_AVX512 inline __m512 load(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+
+VIT_AVX512 inline __m512 load(const c10::BFloat16* p, __mmask16 m) {
+  const __m256i half = _mm256_maskz_loadu_epi16(m, p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+
+VIT_AVX512 inline void store(float* p, __m512 v, __mmask16 m) {
+  _mm512_mask_storeu_ps(p, m, v);
+}
+
+// Rounds to the nearest bf16, ties to even, and NaN to 0x7FC0: what
+// c10::BFloat16's constructor does one value at a time.
+VIT_AVX512 inline void store(c10::BFloat16* p, __m512 v, __mmask16 m) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7FC0));
+  _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(rounded));
+}
+
+VIT_AVX512 inline __mmask16 lanes_left(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+}
+
+template <typename T>
+VIT_AVX512 void forward(const T* x, T* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes_left(n - i);
+    const __m512 v = load(x + i, m);
+    store(y + i, _mm512_mul_ps(v, normal_of(v).cdf), m);
+  }
+}
+
+template <typename T>
+VIT_AVX512 void backward(const T* dy, const T* x, T* dx, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes_left(n - i);
+    const __m512 v = load(x + i, m);
+    const Normal normal = normal_of(v);
+    const __m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(v, normal.gauss), splat(kInvSqrt2Pi), normal.cdf);
+    store(dx + i, _mm512_mul_ps(load(dy + i, m), slope), m);
+  }
+}
+
+}  // namespace
+
+bool avx512_gelu_supported() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+void gelu_forward_avx512(const float* x, float* y, int64_t n) {
+  forward(x, y, n);
+}
+
+void gelu_forward_avx512(const c10::BFloat16* x, c10::BFloat16* y, int64_t n) {
+  forward(x, y, n);
+}
+
+void gelu_backward_avx512(const float* dy, const float* x, float* dx, int64_t n) {
+  backward(dy, x, dx, n);
+}
+
+void gelu_backward_avx512(const c10::BFloat16* dy, const c10::BFloat16* x, c10::BFloat16* dx,
+                          int64_t n) {
+  backward(dy, x, dx, n);
+}
+
+}  // namespace vit::detail
