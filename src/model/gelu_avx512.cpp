@@ -20,8 +20,8 @@ namespace {
 // approximation ATen's vectorised erf uses. Taking erfc directly keeps the
 // left tail Phi(-|x|) = erfc(|x| / sqrt 2) / 2 free of 1 + erf's cancellation.
 constexpr float kP = 0.3275911f;
-constexpr float kA1 = 0.254829592f, kA2 = -0.284496736f, kA3 = 1.421413741f,
-                kA4 = -1.453152027f, kA5 = 1.061405429f;
+constexpr float kA1 = 0.254829592f, kA2 = -0.284496736f, kA3 = 1.421413741f, kA4 = -1.453152027f,
+                kA5 = 1.061405429f;
 constexpr float kSqrtHalf = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
@@ -87,8 +87,8 @@ VIT_AVX512 inline void store(float* p, __m512 v, __mmask16 m) {
 VIT_AVX512 inline void store(c10::BFloat16* p, __m512 v, __mmask16 m) {
   const __m512i bits = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7FC0));
   _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(rounded));
@@ -113,7 +113,8 @@ VIT_AVX512 void backward(const T* dy, const T* x, T* dx, int64_t n) {
     const __mmask16 m = lanes_left(n - i);
     const __m512 v = load(x + i, m);
     const Normal normal = normal_of(v);
-    const __m512 slope = _mm512_fmadd_ps(_mm512_mul_ps(v, normal.gauss), splat(kInvSqrt2Pi), normal.cdf);
+    const __m512 slope =
+        _mm512_fmadd_ps(_mm512_mul_ps(v, normal.gauss), splat(kInvSqrt2Pi), normal.cdf);
     store(dx + i, _mm512_mul_ps(load(dy + i, m), slope), m);
   }
 }

@@ -91,9 +91,9 @@ std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::T
     return t.defined() ? t.narrow(/*dim=*/0, start, count) : t;
   };
   auto q = at::linear(x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1), rows(weight, 0, I),
-                      rows(bias, 0, I))               // (B, 1, I)
-               .view({B, 1, heads_, head_dim_})       // (B, 1, H, Dh)
-               .transpose(1, 2);                      // (B, H, 1, Dh)
+                      rows(bias, 0, I))                                  // (B, 1, I)
+               .view({B, 1, heads_, head_dim_})                          // (B, 1, H, Dh)
+               .transpose(1, 2);                                         // (B, H, 1, Dh)
   auto kv = at::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I))  // (B, N, 2I)
                 .reshape({B, N, 2, heads_, head_dim_})                   // (B, N, 2, H, Dh)
                 .permute({2, 0, 3, 1, 4})                                // (2, B, H, N, Dh)
@@ -164,7 +164,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
 }
 
 torch::Tensor BlockImpl::forward_class_token(const torch::Tensor& input) {
-  auto x = input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) + attn->forward_class_token(norm1(input));
+  auto x =
+      input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) + attn->forward_class_token(norm1(input));
   return x + mlp(norm2(x));  // (B, 1, D)
 }
 
