@@ -19,7 +19,9 @@
 #include "cmd_train.hpp"
 #include "vit/allocator.hpp"
 #include "vit/device.hpp"
+#include "vit/error.hpp"
 #include "vit/terminal_log.hpp"
+#include "vit/train/precision.hpp"
 
 namespace vit::cli {
 
@@ -44,6 +46,21 @@ void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoin
                  std::string("config giving a timm .safetensors file's architecture") +
                      (reads_data ? " and data" : ""))
       ->check(CLI::ExistingFile);
+}
+
+void add_precision_option(CLI::App& cmd, std::string& precision) {
+  cmd.add_option("--precision", precision,
+                 "auto | fp32 | bf16 | fp16; auto: the checkpoint's train.precision, as the "
+                 "final test of `vit train` ran (fp32 for fp16 off CUDA)")
+      ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+}
+
+std::string chosen_precision(const std::string& option, const Config& config, c10::Device device) {
+  if (option == "auto") return evaluation_precision(config.train.precision, device);
+  if (option == "fp16" && !device.is_cuda())
+    throw Error("--precision fp16 needs a CUDA device (on CPU use bf16)");
+  return option;
 }
 
 void apply_common_options(const CommonOptions& options, const Config* config) {

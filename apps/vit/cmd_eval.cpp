@@ -32,7 +32,8 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 }
 
 nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>& classes,
-                            const std::string& split, const std::string& checkpoint) {
+                            const std::string& split, const std::string& checkpoint,
+                            const std::string& precision) {
   nlohmann::json per_class = nlohmann::json::object();
   const auto accuracy = to_vector(r.per_class_accuracy);
   for (size_t k = 0; k < classes.size(); ++k)
@@ -43,9 +44,11 @@ nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>&
     const auto row = r.confusion[i].contiguous();
     confusion.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
   }
-  return {{"checkpoint", checkpoint}, {"split", split},        {"images", r.count},
-          {"accuracy", r.accuracy},   {"loss", r.loss},        {"per_class_accuracy", per_class},
-          {"classes", classes},       {"confusion", confusion}};
+  return {{"checkpoint", checkpoint},        {"split", split},
+          {"precision", precision},          {"images", r.count},
+          {"accuracy", r.accuracy},          {"loss", r.loss},
+          {"per_class_accuracy", per_class}, {"classes", classes},
+          {"confusion", confusion}};
 }
 
 // The highest-loss images, captioned "predicted / true" (red when wrong).
@@ -77,21 +80,22 @@ int run_eval(const EvalOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
   LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  const std::string precision = chosen_precision(o.precision, loaded.config, device);
   const data::DataSplits splits = data::load_data(loaded.config);
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
   if (split.size() == 0)
     throw Error("the " + o.split + " split of " + loaded.config.data.dataset + " is empty");
   const data::BatchLoader loader(split,
                                  data::loader_options(loaded.config, device, /*train=*/false));
-  // fp32 whatever the training precision, as in `vit predict` and the
-  // trainer's final test, so the three agree on every image.
-  const EvalResult r =
-      evaluate(loaded.model, loader, loaded.config.model.num_classes, /*precision=*/"fp32");
+  // By default the training precision, as in `vit predict` and the trainer's
+  // final test, so the three agree on every image.
+  const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, precision);
 
   const std::string out =
       !o.out.empty() ? o.out : (fs::path(loaded.path).parent_path() / ("eval-" + o.split)).string();
-  write_text_atomically(out + "/metrics.json",
-                        metrics_json(r, loaded.class_names, o.split, loaded.path).dump(2) + "\n");
+  write_text_atomically(
+      out + "/metrics.json",
+      metrics_json(r, loaded.class_names, o.split, loaded.path, precision).dump(2) + "\n");
   io::ConfusionOptions confusion_options;
   confusion_options.title = fmt::format("Confusion matrix, {} split ({} images, accuracy {:.2f}%)",
                                         o.split, r.count, 100 * r.accuracy);
@@ -112,6 +116,7 @@ std::shared_ptr<EvalOptions> register_eval(Cli& cli) {
   cmd->add_option("--split", options->split, "val | test")
       ->check(CLI::IsMember({"val", "test"}))
       ->capture_default_str();
+  add_precision_option(*cmd, options->precision);
   cmd->add_option("--out", options->out,
                   "output folder (default: eval-<split> next to the checkpoint)");
   add_common_options(*cmd, options->common);

@@ -9,6 +9,7 @@ struct EvalOptions {
   std::optional<std::string> config;      // --config FILE (timm safetensors only)
   std::string split = "test";             // --split val|test
   std::string out;                        // --out DIR (default: next to the checkpoint)
+  std::string precision = "auto";         // --precision auto|fp32|bf16|fp16
 };
 
 std::shared_ptr<EvalOptions> register_eval(Cli& cli);

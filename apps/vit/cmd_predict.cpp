@@ -23,6 +23,7 @@ int run_predict(const PredictOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
   LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  const std::string precision = chosen_precision(o.precision, loaded.config, device);
   const int64_t classes = loaded.config.model.num_classes;
   int64_t k = o.topk;
   if (k > classes) {
@@ -34,7 +35,9 @@ int run_predict(const PredictOptions& o) {
   torch::Tensor logits;
   {
     torch::NoGradGuard no_grad;
-    // fp32 here: predictions should not depend on the training precision.
+    // By default the training precision, as in `vit eval` and the trainer's
+    // final test, so the three agree on every image.
+    AutocastScope autocast(precision, device);
     logits = loaded.model->forward(inputs.normalized).to(torch::kFloat).cpu();  // (B, K)
   }
   const auto probs = torch::softmax(logits, /*dim=*/1);
@@ -81,6 +84,7 @@ std::shared_ptr<PredictOptions> register_predict(Cli& cli) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "print a JSON array");
+  add_precision_option(*cmd, options->precision);
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_predict(*options); }});
   return options;

@@ -44,6 +44,12 @@ std::optional<at::ScalarType> autocast_dtype(const std::string& precision) {
   throw Error("train.precision '" + precision + "': expected fp32 | bf16 | fp16");
 }
 
+std::string evaluation_precision(const std::string& trained, c10::Device device) {
+  const auto dtype = autocast_dtype(trained);
+  if (dtype == at::kHalf && !device.is_cuda()) return "fp32";
+  return trained;
+}
+
 AutocastScope::AutocastScope(const std::string& precision, c10::Device device)
     : device_type_(device.type()) {
   const auto dtype = autocast_dtype(precision);

@@ -424,9 +424,13 @@ std::optional<EvalResult> Trainer::test_best() {
   if (group_) broadcast_model(model, *group_);
   const data::BatchLoader test_loader(share_of(splits_.test, group_),
                                       data::loader_options(config_, device_, false));
-  // fp32, like `vit eval` and `vit predict`, so the summary's test accuracy is
-  // the one those commands report for best.pt.
-  return evaluate_split(model, test_loader, "fp32");
+  // In the training precision, as validation ran and as `vit eval` and `vit
+  // predict` run best.pt by default, so all three agree image by image.
+  return evaluate_split(model, test_loader, test_precision());
+}
+
+std::string Trainer::test_precision() const {
+  return evaluation_precision(config_.train.precision, device_);
 }
 
 void Trainer::write_summary(const TrainSummary& s) const {
@@ -439,6 +443,7 @@ void Trainer::write_summary(const TrainSummary& s) const {
     j["test_acc"] = s.test->accuracy;
     j["test_loss"] = s.test->loss;
     j["test_images"] = s.test->count;
+    j["test_precision"] = test_precision();
   }
   write_text_atomically(run_dir_ + "/summary.json", j.dump(2) + "\n");
 }

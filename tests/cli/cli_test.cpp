@@ -44,6 +44,8 @@ TEST(Cli, BadFlagsFail) {
       {"info", "--config", kConfig, "--threads", "1025"},
       {"info", "--config", kConfig, "--seed", "-3"},
       {"info", "--config", kConfig, "--quiet", "--verbose"},
+      {"eval", "--precision", "fp8"},
+      {"predict", "--images", kConfig, "--precision", "half"},
       {},  // a subcommand is required
       {"nosuchcommand"},
   };

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "error_of.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit_test_paths.hpp"
@@ -50,7 +51,7 @@ class TrainEvalPredict : public ::testing::Test {
     Config c = testing::block_config(dir_ / "cifar");
     c.model.image_size = 32;
     c.model.patch_size = 8;
-    c.train.precision = "bf16";  // eval and predict must still agree: both run in fp32
+    c.train.precision = "bf16";  // the final test, eval and predict all run in bf16
     std::ofstream(dir_ / "blocks.json") << config_to_json_string(c);
     const std::string command =
         "cd '" + dir_.string() + "' && '" + VIT_BINARY +
@@ -166,6 +167,14 @@ TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
                      "--device", "cpu", "--threads", "1", "-q"}),
             0);
   const auto metrics = read_json(out / "metrics.json");
+  EXPECT_EQ(metrics["precision"], "bf16");  // auto: the checkpoint's training precision
+  // The trainer's final test of best.pt ran in the same precision on the same
+  // images, so it reports what eval does, to the last bit.
+  const auto summary = read_json(dir_ / "runs" / "latest" / "summary.json");
+  EXPECT_EQ(summary["test_precision"], "bf16");
+  EXPECT_EQ(summary["test_images"], metrics["images"]);
+  EXPECT_DOUBLE_EQ(summary["test_loss"].get<double>(), metrics["loss"].get<double>());
+  EXPECT_DOUBLE_EQ(summary["test_acc"].get<double>(), metrics["accuracy"].get<double>());
   EXPECT_TRUE(fs::is_regular_file(out / "confusion.png"));
   EXPECT_TRUE(fs::is_regular_file(out / "worst.png"));
   ASSERT_EQ(metrics["images"], 10);
@@ -205,6 +214,49 @@ TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
   }
   EXPECT_NEAR(loss / 10, metrics["loss"].get<double>(), 1e-5);
   EXPECT_DOUBLE_EQ(correct / 10.0, metrics["accuracy"].get<double>());
+}
+
+// predict's logits for one image, as JSON numbers.
+nlohmann::json predicted_logits(const std::string& checkpoint, const std::string& image,
+                                const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"predict",  "--checkpoint", checkpoint,  "--json",
+                                   "--device", "cpu",          "--threads", "1",
+                                   "-q",       "--images",     image};
+  args.insert(args.end(), extra.begin(), extra.end());
+  ::testing::internal::CaptureStdout();
+  const int status = run_vit(args);
+  const auto out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(status, 0);
+  return nlohmann::json::parse(out).at(0).at("logits");
+}
+
+TEST_F(TrainEvalPredict, PrecisionAutoIsTheTrainingOneAndCanBeOverridden) {
+  ASSERT_EQ(train_status_, 0);
+  const std::string best = (fs::canonical(dir_ / "runs" / "latest") / "best.pt").string();
+  const std::string image = (dir_ / "precision.png").string();
+  io::write_png(image, block_cifar_image(3));
+  const auto automatic = predicted_logits(best, image, {});
+  EXPECT_EQ(automatic, predicted_logits(best, image, {"--precision", "bf16"}));
+  const auto fp32 = predicted_logits(best, image, {"--precision", "fp32"});
+  ASSERT_EQ(fp32.size(), automatic.size());
+  double largest_difference = 0;
+  for (size_t k = 0; k < fp32.size(); ++k)
+    largest_difference =
+        std::max(largest_difference, std::abs(fp32[k].get<double>() - automatic[k].get<double>()));
+  // bf16 keeps 8 bits of mantissa: the logits move, but not by much.
+  EXPECT_GT(largest_difference, 0.0);
+  EXPECT_LT(largest_difference, 0.25);
+
+  EXPECT_EQ(testing::error_of([&] {
+              run_vit({"predict", "--checkpoint", best, "--images", image, "--device", "cpu",
+                       "--precision", "fp16", "-q"});
+            }),
+            "--precision fp16 needs a CUDA device (on CPU use bf16)");
+  EXPECT_EQ(
+      testing::error_of([&] {
+        run_vit({"eval", "--checkpoint", best, "--device", "cpu", "--precision", "fp16", "-q"});
+      }),
+      "--precision fp16 needs a CUDA device (on CPU use bf16)");
 }
 
 }  // namespace

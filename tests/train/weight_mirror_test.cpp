@@ -128,6 +128,16 @@ TEST(AutocastDtype, NamesTheMirrorsTypeForEachPrecision) {
             "train.precision fp16 needs a CUDA device (on CPU use bf16)");
 }
 
+TEST(EvaluationPrecision, IsTheTrainingPrecisionWhereTheDeviceRunsIt) {
+  EXPECT_EQ(evaluation_precision("fp32", torch::kCPU), "fp32");
+  EXPECT_EQ(evaluation_precision("bf16", torch::kCPU), "bf16");
+  EXPECT_EQ(evaluation_precision("fp16", torch::kCPU), "fp32");
+  EXPECT_EQ(evaluation_precision("bf16", c10::Device("cuda:0")), "bf16");
+  EXPECT_EQ(evaluation_precision("fp16", c10::Device("cuda:1")), "fp16");
+  EXPECT_EQ(testing::error_of([] { evaluation_precision("fp8", torch::kCPU); }),
+            "train.precision 'fp8': expected fp32 | bf16 | fp16");
+}
+
 TEST(WeightSubstitution, AppliesOnlyInsideItsScope) {
   const auto parameter = torch::ones({2, 2});
   const auto substitute = torch::zeros({2, 2});

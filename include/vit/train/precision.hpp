@@ -13,6 +13,12 @@ namespace vit {
 // Throws vit::Error for any other name.
 std::optional<at::ScalarType> autocast_dtype(const std::string& precision);
 
+// The precision a model trained in `trained` precision is evaluated in on
+// `device`: its training precision, so a bf16 model is tested, evaluated and
+// asked for predictions in bf16, as it was validated. fp16 needs CUDA; off
+// CUDA an fp16 model runs in fp32. Throws vit::Error for an unknown name.
+std::string evaluation_precision(const std::string& trained, c10::Device device);
+
 // Turns autocast on for the device type for the scope's lifetime.
 // "fp32" does nothing; "bf16" works on CPU and CUDA; "fp16" needs CUDA.
 class AutocastScope {

@@ -85,6 +85,8 @@ class Trainer {
   CheckpointMeta meta(bool finished, const std::string& stop_reason) const;
   void save(const std::string& name, bool finished, const std::string& stop_reason);
   std::optional<EvalResult> test_best();
+  // The final test's precision: the training one where the device runs it.
+  std::string test_precision() const;
   void write_summary(const TrainSummary& summary) const;
 
   Config config_;
