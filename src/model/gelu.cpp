@@ -1,6 +1,7 @@
 #include "vit/model/gelu.hpp"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
@@ -54,6 +55,7 @@ class OwnGelu : public torch::autograd::Function<OwnGelu> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_FUNCTION("vit::gelu_backward", std::vector<c10::IValue>({grads[0]}));
     const auto x = ctx->get_saved_variables()[0];
     const auto dy = grads[0].contiguous();
     if (dy.scalar_type() != x.scalar_type() || !gelu_uses_own_kernel(dy))
@@ -71,6 +73,7 @@ bool gelu_uses_own_kernel(const torch::Tensor& x) {
 }
 
 torch::Tensor gelu(const torch::Tensor& x) {
+  RECORD_FUNCTION("vit::gelu", std::vector<c10::IValue>({x}));  // for the step profiler
   if (!gelu_uses_own_kernel(x)) return torch::gelu(x);
   if (torch::GradMode::is_enabled() && x.requires_grad()) return OwnGelu::apply(x);
   return forward_kernel(x);

@@ -1,16 +1,8 @@
-// The exact GELU in AVX-512 intrinsics. Each function that uses them carries
-// the target attribute, so this file builds with the project's flags and the
-// code runs only where avx512_gelu_supported() said yes.
+// The exact GELU in AVX-512 intrinsics (see avx512_lanes.hpp for how the
+// target attribute keeps them to CPUs that have them).
 #include "gelu_avx512.hpp"
 
-#include <immintrin.h>
-
-// GCC 12 warns that the `_mm512_undefined_*` pass-through operands inside
-// several AVX-512 intrinsics (abs, roundscale, scalef, the narrowing
-// conversion) "may be used uninitialized": a false positive of its headers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-#define VIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#include "avx512_lanes.hpp"
 
 namespace vit::detail {
 namespace {
@@ -24,10 +16,6 @@ constexpr float kA1 = 0.254829592f, kA2 = -0.284496736f, kA3 = 1.421413741f, kA4
                 kA5 = 1.061405429f;
 constexpr float kSqrtHalf = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-VIT_AVX512 inline __m512 splat(float v) {
-  return _mm512_set1_ps(v);
-}
 
 // exp(y) for y <= 0 (or NaN): y = n ln 2 + r with |r| <= ln 2 / 2 (Cody-Waite,
 // ln 2 in two parts as Cephes splits it), exp(r) by its Taylor series to r^6
@@ -69,35 +57,6 @@ VIT_AVX512 inline Normal normal_of(__m512 x) {
   return {_mm512_mask_sub_ps(left_tail, non_negative, splat(1.0f), left_tail), gauss};
 }
 
-VIT_AVX512 inline __m512 load(const float* p, __mmask16 m) {
-  return _mm512_maskz_loadu_ps(m, p);
-}
-
-VIT_AVX512 inline __m512 load(const c10::BFloat16* p, __mmask16 m) {
-  const __m256i half = _mm256_maskz_loadu_epi16(m, p);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-
-VIT_AVX512 inline void store(float* p, __m512 v, __mmask16 m) {
-  _mm512_mask_storeu_ps(p, m, v);
-}
-
-// Rounds to the nearest bf16, ties to even, and NaN to 0x7FC0: what
-// c10::BFloat16's constructor does one value at a time.
-VIT_AVX512 inline void store(c10::BFloat16* p, __m512 v, __mmask16 m) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7FC0));
-  _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(rounded));
-}
-
-VIT_AVX512 inline __mmask16 lanes_left(int64_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
-}
-
 template <typename T>
 VIT_AVX512 void forward(const T* x, T* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
@@ -122,8 +81,7 @@ VIT_AVX512 void backward(const T* dy, const T* x, T* dx, int64_t n) {
 }  // namespace
 
 bool avx512_gelu_supported() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
+  return avx512_supported();
 }
 
 void gelu_forward_avx512(const float* x, float* y, int64_t n) {

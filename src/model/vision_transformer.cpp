@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include "vit/model/gelu.hpp"
+#include "vit/model/layer_norm.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
@@ -26,6 +27,18 @@ void trunc_normal_(torch::Tensor& t, double std, double low = -2.0, double high 
 
 torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.dim}).eps(cfg.layer_norm_eps));
+}
+
+// norm(x), through model/layer_norm: the module holds the parameters (timm's
+// names), our kernel computes.
+torch::Tensor normalized(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  return vit::layer_norm(x, norm->weight, norm->bias, norm->options.eps());
+}
+
+// norm(x) as the input of a linear layer: bf16 straight from the kernel under
+// CPU bf16 autocast (see layer_norm_for_linear).
+torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  return layer_norm_for_linear(x, norm->weight, norm->bias, norm->options.eps());
 }
 
 // y = x W^T + b through ATen's linear, which folds a contiguous (B, N, in)
@@ -159,21 +172,21 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
-  auto x = input + attn(norm1(input));
-  return x + mlp(norm2(x));
+  auto x = input + attn(normalized_for_linear(norm1, input));
+  return x + mlp(normalized_for_linear(norm2, x));
 }
 
 torch::Tensor BlockImpl::forward_class_token(const torch::Tensor& input) {
-  auto x =
-      input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) + attn->forward_class_token(norm1(input));
-  return x + mlp(norm2(x));  // (B, 1, D)
+  auto x = input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) +
+           attn->forward_class_token(normalized_for_linear(norm1, input));
+  return x + mlp(normalized_for_linear(norm2, x));  // (B, 1, D)
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(
     const torch::Tensor& input) {
-  auto [attended, probs] = attn->forward_with_attention(norm1(input));
+  auto [attended, probs] = attn->forward_with_attention(normalized_for_linear(norm1, input));
   auto x = input + attended;
-  return {x + mlp(norm2(x)), probs};
+  return {x + mlp(normalized_for_linear(norm2, x)), probs};
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
@@ -215,7 +228,7 @@ torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
 }
 
 torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
-  auto x = norm(tokens);                                                       // (B, N, D)
+  auto x = normalized(norm, tokens);                                           // (B, N, D)
   auto pooled = cfg_.pool == "mean" ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
                                     : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
   return linear(head, pooled);                                                 // (B, K)

@@ -11,6 +11,7 @@
 
 #include "cli/trained_checkpoint.hpp"
 #include "error_of.hpp"
+#include "vit/model/layer_norm.hpp"
 
 namespace vit {
 namespace {
@@ -46,7 +47,16 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
   // 2 blocks x (qkv, proj, fc1, fc2) + the head = 9 a step.
   ASSERT_TRUE(ops.count("aten::addmm"));
   EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(), 9.0);
-  EXPECT_DOUBLE_EQ(ops["aten::layer_norm"]["calls_per_step"].get<double>(), 5.0);  // 2 x 2 + final
+  // Our LayerNorm and GELU are tabled under their own names; their backward
+  // passes too where our kernels ran (elsewhere LibTorch's autograd has them).
+  ASSERT_TRUE(ops.count("vit::layer_norm") && ops.count("vit::gelu"));
+  EXPECT_DOUBLE_EQ(ops["vit::layer_norm"]["calls_per_step"].get<double>(), 5.0);  // 2 x 2 + final
+  EXPECT_DOUBLE_EQ(ops["vit::gelu"]["calls_per_step"].get<double>(), 2.0);
+  const auto x = torch::ones({2, 4});
+  if (layer_norm_uses_own_kernel(x, torch::ones({4}), torch::ones({4}))) {
+    ASSERT_TRUE(ops.count("vit::layer_norm_backward"));
+    EXPECT_DOUBLE_EQ(ops["vit::layer_norm_backward"]["calls_per_step"].get<double>(), 5.0);
+  }
   const auto trace = testing::read_json(path + ".trace.json");
   EXPECT_GT(trace["traceEvents"].size(), 100u);
   EXPECT_EQ(trace["traceEvents"][0]["ph"], "X");

@@ -1,0 +1,32 @@
+#pragma once
+// LayerNorm over the last dimension with a weight and a bias, as
+// torch::layer_norm computes it (biased variance, eps inside the square root).
+//
+// On CPUs with AVX-512, contiguous fp32 inputs go through a kernel of our own,
+// forward and backward (model/layer_norm_avx512). It can write bf16 directly,
+// for a LayerNorm that feeds a bf16 matrix product: LibTorch would write fp32
+// and autocast would then cast it, and cast the gradient back, in two more
+// passes. Measured over the issue-14 job's tokens (8,320 x 192, 2 threads, AMD
+// EPYC, LibTorch 1.13), forward plus backward through autograd:
+// torch::layer_norm 2.0-2.3 ms, with the cast to bf16 3.3-3.6 ms.
+// Everything else (other devices and dtypes, strided views, CPUs without
+// AVX-512) runs torch::layer_norm, cast where bf16 was asked for.
+#include <torch/types.h>
+
+namespace vit {
+
+// `to_bf16`: the output is bf16 (else x's dtype). The gradient of x is x's dtype.
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                         const torch::Tensor& bias, double eps, bool to_bf16 = false);
+
+// layer_norm() for the input of a linear layer: bf16 where the linear layer
+// runs in bf16 on the CPU under autocast (which would cast it there anyway),
+// x's dtype elsewhere.
+torch::Tensor layer_norm_for_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                                    const torch::Tensor& bias, double eps);
+
+// Whether layer_norm() runs our kernel for these tensors rather than torch::layer_norm.
+bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias);
+
+}  // namespace vit

@@ -1,0 +1,143 @@
+#include "vit/model/layer_norm.hpp"
+
+#include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "avx512_lanes.hpp"
+#include "layer_norm_avx512.hpp"
+
+namespace vit {
+namespace {
+
+// Rows per parallel task in the forward: enough work to outweigh handing it
+// to a thread.
+constexpr int64_t kGrainRows = 64;
+
+bool cpu_autocast_is_bf16() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(c10::DeviceType::CPU) &&
+         at::autocast::get_autocast_dtype(c10::DeviceType::CPU) == at::kBFloat16;
+#else
+  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
+#endif
+}
+
+struct Normalized {
+  torch::Tensor y, mean, rstd;  // y like x; mean and rstd float, one per row
+};
+
+template <typename T>
+Normalized forward_as(const torch::Tensor& x, const torch::Tensor& weight,
+                      const torch::Tensor& bias, double eps) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  Normalized n;
+  n.y = torch::empty(x.sizes(), x.options().dtype(c10::CppTypeToScalarType<T>::value));
+  n.mean = torch::empty({rows}, x.options());
+  n.rstd = torch::empty({rows}, x.options());
+  const float *in = x.data_ptr<float>(), *gamma = weight.data_ptr<float>(),
+              *beta = bias.data_ptr<float>();
+  T* out = n.y.data_ptr<T>();
+  float *mean = n.mean.data_ptr<float>(), *rstd = n.rstd.data_ptr<float>();
+  at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
+    detail::layer_norm_forward_avx512(in + begin * d, gamma, beta, out + begin * d, mean + begin,
+                                      rstd + begin, end - begin, d, static_cast<float>(eps));
+  });
+  return n;
+}
+
+Normalized forward_kernel(const torch::Tensor& x, const torch::Tensor& weight,
+                          const torch::Tensor& bias, double eps, bool to_bf16) {
+  return to_bf16 ? forward_as<c10::BFloat16>(x, weight, bias, eps)
+                 : forward_as<float>(x, weight, bias, eps);
+}
+
+// dx, dweight, dbias. The rows are split into one block per thread, each
+// summing its own share of dweight and dbias, so no two threads write the same
+// memory; the blocks' shares are added at the end.
+template <typename T>
+torch::autograd::variable_list backward_as(const torch::Tensor& dy, const torch::Tensor& x,
+                                           const torch::Tensor& weight, const torch::Tensor& mean,
+                                           const torch::Tensor& rstd) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
+  auto dx = torch::empty_like(x, at::MemoryFormat::Contiguous);
+  auto partial = torch::zeros({2, blocks, d}, x.options());  // dweight's, then dbias's shares
+  const T* grad = dy.data_ptr<T>();
+  const float *in = x.data_ptr<float>(), *gamma = weight.data_ptr<float>(),
+              *mu = mean.data_ptr<float>(), *rs = rstd.data_ptr<float>();
+  float *out = dx.data_ptr<float>(), *shares = partial.data_ptr<float>();
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks;
+      detail::layer_norm_backward_avx512(grad + begin * d, in + begin * d, gamma, mu + begin,
+                                         rs + begin, out + begin * d, shares + b * d,
+                                         shares + (blocks + b) * d, end - begin, d);
+    }
+  });
+  const auto sums = partial.sum(/*dim=*/1);  // (2, d)
+  return {dx, sums[0], sums[1]};
+}
+
+class OwnLayerNorm : public torch::autograd::Function<OwnLayerNorm> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias, double eps,
+                               bool to_bf16) {
+    Normalized n = forward_kernel(x, weight, bias, eps, to_bf16);
+    ctx->save_for_backward({x, weight, n.mean, n.rstd});
+    return n.y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    RECORD_FUNCTION("vit::layer_norm_backward", std::vector<c10::IValue>({grads[0]}));
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    auto dy = grads[0].contiguous();
+    if (dy.scalar_type() != torch::kBFloat16) dy = dy.to(torch::kFloat);
+    auto g = dy.scalar_type() == torch::kBFloat16
+                 ? backward_as<c10::BFloat16>(dy, x, saved[1], saved[2], saved[3])
+                 : backward_as<float>(dy, x, saved[1], saved[2], saved[3]);
+    g.push_back({});  // eps
+    g.push_back({});  // to_bf16
+    return g;
+  }
+};
+
+}  // namespace
+
+bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias) {
+  static const bool supported = detail::avx512_supported();
+  const auto is_float_on_cpu = [](const torch::Tensor& t) {
+    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
+           t.is_contiguous();
+  };
+  return supported && is_float_on_cpu(x) && is_float_on_cpu(weight) && is_float_on_cpu(bias) &&
+         x.dim() >= 1 && x.size(-1) > 0 && weight.dim() == 1 && weight.size(0) == x.size(-1) &&
+         bias.dim() == 1 && bias.size(0) == x.size(-1);
+}
+
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                         const torch::Tensor& bias, double eps, bool to_bf16) {
+  RECORD_FUNCTION("vit::layer_norm", std::vector<c10::IValue>({x}));  // for the step profiler
+  if (!layer_norm_uses_own_kernel(x, weight, bias)) {
+    auto y = torch::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+    return to_bf16 ? y.to(torch::kBFloat16) : y;
+  }
+  const bool needs_graph = torch::GradMode::is_enabled() &&
+                           (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
+  if (needs_graph) return OwnLayerNorm::apply(x, weight, bias, eps, to_bf16);
+  return forward_kernel(x, weight, bias, eps, to_bf16).y;
+}
+
+torch::Tensor layer_norm_for_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                                    const torch::Tensor& bias, double eps) {
+  return layer_norm(x, weight, bias, eps, x.device().is_cpu() && cpu_autocast_is_bf16());
+}
+
+}  // namespace vit
