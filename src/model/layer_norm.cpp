@@ -1,13 +1,12 @@
 #include "vit/model/layer_norm.hpp"
 
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "avx512_lanes.hpp"
+#include "cpu_autocast.hpp"
 #include "layer_norm_avx512.hpp"
 
 namespace vit {
@@ -16,15 +15,6 @@ namespace {
 // Rows per parallel task in the forward: enough work to outweigh handing it
 // to a thread.
 constexpr int64_t kGrainRows = 64;
-
-bool cpu_autocast_is_bf16() {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  return at::autocast::is_autocast_enabled(c10::DeviceType::CPU) &&
-         at::autocast::get_autocast_dtype(c10::DeviceType::CPU) == at::kBFloat16;
-#else
-  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
-#endif
-}
 
 struct Normalized {
   torch::Tensor y, mean, rstd;  // y like x; mean and rstd float, one per row

@@ -7,7 +7,9 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "vit/model/batched_matmul.hpp"
 #include "vit/model/gelu.hpp"
+#include "vit/model/head_split.hpp"
 #include "vit/model/layer_norm.hpp"
 #include "vit/model/weight_substitution.hpp"
 
@@ -82,11 +84,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
 }
 
 std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
-  const int64_t B = x.size(0), N = x.size(1);
-  return linear(qkv, x)                       // (B, N, 3*I)
-      .reshape({B, N, 3, heads_, head_dim_})  // (B, N, 3, H, Dh)
-      .permute({2, 0, 3, 1, 4})               // (3, B, H, N, Dh)
-      .unbind(0);                             // q, k, v: (B, H, N, Dh)
+  return vit::split_heads(linear(qkv, x), /*parts=*/3, heads_, head_dim_);  // q, k, v: (B, H, N, Dh)
 }
 
 torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
@@ -97,7 +95,7 @@ torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
 }
 
 std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::Tensor& x) {
-  const int64_t B = x.size(0), N = x.size(1), I = heads_ * head_dim_;
+  const int64_t B = x.size(0), I = heads_ * head_dim_;
   const auto& weight = compute_weight(qkv->weight);  // (3I, D): the rows of q, then k, then v
   const auto& bias = compute_weight(qkv->bias);
   const auto rows = [](const torch::Tensor& t, int64_t start, int64_t count) {
@@ -107,10 +105,8 @@ std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::T
                       rows(bias, 0, I))                                  // (B, 1, I)
                .view({B, 1, heads_, head_dim_})                          // (B, 1, H, Dh)
                .transpose(1, 2);                                         // (B, H, 1, Dh)
-  auto kv = at::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I))  // (B, N, 2I)
-                .reshape({B, N, 2, heads_, head_dim_})                   // (B, N, 2, H, Dh)
-                .permute({2, 0, 3, 1, 4})                                // (2, B, H, N, Dh)
-                .unbind(0);
+  auto kv = vit::split_heads(at::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I)),
+                             /*parts=*/2, heads_, head_dim_);  // k, v: (B, H, N, Dh)
   return {q, kv[0], kv[1]};
 }
 
@@ -120,10 +116,13 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::attend_explicitly(const t
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   // The softmax runs in fp32 even under bf16 autocast, so the probabilities
   // handed to the analyses sum to 1 at full precision.
-  auto attn = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, /*dim=*/-1,
-                             torch::kFloat);                         // (B, H, Nq, N)
-  auto out = torch::matmul(attn_drop(attn).to(v.scalar_type()), v);  // (B, H, Nq, Dh)
-  return {out, attn};
+  const auto heads_as_batch = [](const torch::Tensor& t) { return t.flatten(0, 1); };
+  const auto scores = batched_matmul(heads_as_batch(q), heads_as_batch(k).transpose(1, 2));
+  auto attn = torch::softmax(scores.view({q.size(0), q.size(1), q.size(2), k.size(2)}) * scale,
+                             /*dim=*/-1, torch::kFloat);  // (B, H, Nq, N)
+  auto out = batched_matmul(heads_as_batch(attn_drop(attn).to(v.scalar_type())),
+                            heads_as_batch(v));  // (B*H, Nq, Dh)
+  return {out.view(q.sizes()), attn};
 }
 
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,

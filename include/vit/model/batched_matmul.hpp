@@ -1,0 +1,25 @@
+#pragma once
+// The attention's batched matrix products: a (batch, M, K) times
+// b (batch, K, N), any strides, as torch::matmul computes them.
+//
+// fp32 on the CPU outside autocast goes through one single-threaded matrix
+// product per matrix, the matrices shared out among LibTorch's threads, with
+// a backward of the same kind. LibTorch 1.13's fp32 bmm threads each small
+// (65 x 64) product on its own and copies transposed operands, which every
+// attention backward has (Q K^T forward, dS^T Q and dO V^T backward).
+// Measured per call on the issue-14 job's shapes (384 heads' 65 x 64
+// matrices, 2 threads, AMD EPYC, LibTorch 1.13): Q K^T 2.2 ms against bmm's
+// 5.6, dO V^T 2.2 against 8.0, the untransposed products 1.6 against 2.3.
+// bf16 stays with LibTorch: its oneDNN bmm is 4-5x faster than a oneDNN call
+// per matrix. Everything else (other devices and dtypes, autocast) runs
+// torch::matmul.
+#include <torch/types.h>
+
+namespace vit {
+
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
+
+// Whether batched_matmul() runs our per-matrix products rather than torch::matmul.
+bool batched_matmul_uses_own_kernel(const torch::Tensor& a, const torch::Tensor& b);
+
+}  // namespace vit
