@@ -55,8 +55,8 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
 
 bool batched_matmul_uses_own_kernel(const torch::Tensor& a, const torch::Tensor& b) {
   const auto is_float_on_cpu = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
-           t.dim() == 3 && t.layout() == torch::kStrided;
+    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 3 &&
+           t.layout() == torch::kStrided;
   };
   return is_float_on_cpu(a) && is_float_on_cpu(b) && !cpu_autocast_enabled() &&
          a.size(0) == b.size(0) && a.size(2) == b.size(1);

@@ -84,7 +84,8 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
 }
 
 std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
-  return vit::split_heads(linear(qkv, x), /*parts=*/3, heads_, head_dim_);  // q, k, v: (B, H, N, Dh)
+  // q, k, v: (B, H, N, Dh)
+  return vit::split_heads(linear(qkv, x), /*parts=*/3, heads_, head_dim_);
 }
 
 torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
@@ -102,9 +103,9 @@ std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::T
     return t.defined() ? t.narrow(/*dim=*/0, start, count) : t;
   };
   auto q = at::linear(x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1), rows(weight, 0, I),
-                      rows(bias, 0, I))                                  // (B, 1, I)
-               .view({B, 1, heads_, head_dim_})                          // (B, 1, H, Dh)
-               .transpose(1, 2);                                         // (B, H, 1, Dh)
+                      rows(bias, 0, I))          // (B, 1, I)
+               .view({B, 1, heads_, head_dim_})  // (B, 1, H, Dh)
+               .transpose(1, 2);                 // (B, H, 1, Dh)
   auto kv = vit::split_heads(at::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I)),
                              /*parts=*/2, heads_, head_dim_);  // k, v: (B, H, N, Dh)
   return {q, kv[0], kv[1]};

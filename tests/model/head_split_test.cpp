@@ -61,13 +61,12 @@ TEST(SplitHeads, Bf16GradientStaysBf16) {
   const auto parts = split_heads(x, 2, kHeads, kHeadDim);
   (parts[0].to(torch::kFloat).sum() + 2 * parts[1].to(torch::kFloat).sum()).backward();
   ASSERT_EQ(x.grad().scalar_type(), torch::kBFloat16);
-  EXPECT_EQ(x.grad()[0][0][0].item<float>(), 1.0f);                     // k's first column
+  EXPECT_EQ(x.grad()[0][0][0].item<float>(), 1.0f);                  // k's first column
   EXPECT_EQ(x.grad()[0][0][kHeads * kHeadDim].item<float>(), 2.0f);  // v's first column
 }
 
 TEST(SplitHeads, RejectsAWidthThatIsNotPartsTimesHeadsTimesHeadDim) {
-  EXPECT_THROW(split_heads(torch::zeros({kB, kN, 23}), 3, kHeads, kHeadDim),
-               std::invalid_argument);
+  EXPECT_THROW(split_heads(torch::zeros({kB, kN, 23}), 3, kHeads, kHeadDim), std::invalid_argument);
   EXPECT_THROW(split_heads(torch::zeros({kN, 24}), 3, kHeads, kHeadDim), std::invalid_argument);
 }
 
