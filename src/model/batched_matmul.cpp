@@ -54,11 +54,11 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
 }  // namespace
 
 bool batched_matmul_uses_own_kernel(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto is_float_on_cpu = [](const torch::Tensor& t) {
+  const auto is_3d_float_on_cpu = [](const torch::Tensor& t) {
     return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 3 &&
            t.layout() == torch::kStrided;
   };
-  return is_float_on_cpu(a) && is_float_on_cpu(b) && !cpu_autocast_enabled() &&
+  return is_3d_float_on_cpu(a) && is_3d_float_on_cpu(b) && !cpu_autocast_enabled() &&
          a.size(0) == b.size(0) && a.size(2) == b.size(1);
 }
 

@@ -8,8 +8,9 @@
 // (65 x 64) product on its own and copies transposed operands, which every
 // attention backward has (Q K^T forward, dS^T Q and dO V^T backward).
 // Measured per call on the issue-14 job's shapes (384 heads' 65 x 64
-// matrices, 2 threads, AMD EPYC, LibTorch 1.13): Q K^T 2.2 ms against bmm's
-// 5.6, dO V^T 2.2 against 8.0, the untransposed products 1.6 against 2.3.
+// matrices, 2 threads, AMD EPYC, LibTorch 1.13; scripts/bench/
+// attention_products.cpp, two runs): Q K^T 2.2 ms against bmm's 3.9-5.6,
+// dO V^T 2.0-2.2 against 3.8-8.0, the others 1.4-1.7 against 2.3-2.7.
 // bf16 stays with LibTorch: its oneDNN bmm is 4-5x faster than a oneDNN call
 // per matrix. Everything else (other devices and dtypes, autocast) runs
 // torch::matmul.
