@@ -11,8 +11,10 @@
 
 // GCC 12 warns that the `_mm512_undefined_*` pass-through operands inside
 // several AVX-512 intrinsics (abs, roundscale, scalef, the narrowing
-// conversion) "may be used uninitialized": a false positive of its headers.
+// conversion, the horizontal reductions) "may be" or "are" used
+// uninitialized: a false positive of its headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define VIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 

@@ -11,6 +11,7 @@
 #include "vit/model/gelu.hpp"
 #include "vit/model/head_split.hpp"
 #include "vit/model/layer_norm.hpp"
+#include "vit/model/softmax.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
@@ -111,16 +112,14 @@ std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::T
   return {q, kv[0], kv[1]};
 }
 
-std::pair<torch::Tensor, torch::Tensor> AttentionImpl::attend_explicitly(const torch::Tensor& q,
-                                                                         const torch::Tensor& k,
-                                                                         const torch::Tensor& v) {
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::attend_explicitly(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+    torch::ScalarType probs_dtype) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  // The softmax runs in fp32 even under bf16 autocast, so the probabilities
-  // handed to the analyses sum to 1 at full precision.
   const auto heads_as_batch = [](const torch::Tensor& t) { return t.flatten(0, 1); };
   const auto scores = batched_matmul(heads_as_batch(q), heads_as_batch(k).transpose(1, 2));
-  auto attn = torch::softmax(scores.view({q.size(0), q.size(1), q.size(2), k.size(2)}) * scale,
-                             /*dim=*/-1, torch::kFloat);  // (B, H, Nq, N)
+  auto attn = vit::scaled_softmax(scores.view({q.size(0), q.size(1), q.size(2), k.size(2)}), scale,
+                                  probs_dtype);  // (B, H, Nq, N)
   auto out = batched_matmul(heads_as_batch(attn_drop(attn).to(v.scalar_type())),
                             heads_as_batch(v));  // (B*H, Nq, Dh)
   return {out.view(q.sizes()), attn};
@@ -133,14 +132,19 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
                                           /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
                                           /*is_causal=*/false);  // (B, H, Nq, Dh)
 #else
-  return attend_explicitly(q, k, v).first;
+  // The probabilities straight in the product's dtype where that is bf16.
+  const auto probs_dtype = v.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
+  return attend_explicitly(q, k, v, probs_dtype).first;
 #endif
 }
 
 std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
     const torch::Tensor& x) {
   const auto qkv_heads = split_heads(x);
-  auto [out, attn] = attend_explicitly(qkv_heads[0], qkv_heads[1], qkv_heads[2]);
+  // The softmax runs in fp32 even under bf16 autocast, so the probabilities
+  // handed to the analyses sum to 1 at full precision.
+  auto [out, attn] =
+      attend_explicitly(qkv_heads[0], qkv_heads[1], qkv_heads[2], /*probs_dtype=*/torch::kFloat);
   return {merge_heads(out), attn};
 }
 

@@ -50,10 +50,12 @@ class AttentionImpl : public torch::nn::Module {
   std::vector<torch::Tensor> split_heads_class_query(const torch::Tensor& x);
   // softmax(q k^T / sqrt(Dh)) v: (B,H,Nq,Dh) with the fused kernel on LibTorch >= 2.0
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
-  // The same, explicit, with the probabilities (B,H,Nq,N) in fp32
+  // The same, explicit, with the probabilities (B,H,Nq,N), computed in fp32
+  // and returned in `probs_dtype` (fp32, or bf16 to feed a bf16 product)
   std::pair<torch::Tensor, torch::Tensor> attend_explicitly(const torch::Tensor& q,
                                                             const torch::Tensor& k,
-                                                            const torch::Tensor& v);
+                                                            const torch::Tensor& v,
+                                                            torch::ScalarType probs_dtype);
   torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,N,Dh) -> (B,N,D) via proj
   int64_t heads_, head_dim_;
   double attn_dropout_;
