@@ -58,7 +58,9 @@ std::map<std::string, OpTotals> totals_by_name(std::vector<Call> calls) {
   std::vector<double> child_us;   // time of their direct children so far
   const auto close = [&] {
     auto& t = totals[open.back()->name];
-    t.self_us += open.back()->duration_us - child_us.back();
+    // LibTorch 1.13 times calls in whole microseconds, so the children of a
+    // short call can add up to more than it; its self time is then 0.
+    t.self_us += std::max(0.0, open.back()->duration_us - child_us.back());
     open.pop_back();
     child_us.pop_back();
   };
