@@ -11,6 +11,7 @@
 #include "vit/model/gelu.hpp"
 #include "vit/model/head_split.hpp"
 #include "vit/model/layer_norm.hpp"
+#include "vit/model/residual.hpp"
 #include "vit/model/softmax.hpp"
 #include "vit/model/weight_substitution.hpp"
 
@@ -56,6 +57,18 @@ torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
   return at::linear(x, compute_weight(layer->weight), compute_weight(layer->bias));
 }
 
+// residual + drop(layer(x)). Where model/residual's kernel runs, the layer's
+// product leaves out the bias, which the kernel adds with the residual in one
+// pass, in fp32 (so from the fp32 parameter, not a low-precision substitute).
+// Dropout between the two (training with p > 0) keeps the separate steps.
+torch::Tensor add_linear(const torch::Tensor& residual, const torch::nn::Linear& layer,
+                         torch::nn::Dropout& drop, const torch::Tensor& x) {
+  const bool dropping = drop->is_training() && drop->options.p() > 0;
+  if (dropping || !biased_residual_uses_own_kernel(residual, layer->bias))
+    return residual + drop(linear(layer, x));
+  return add_biased_residual(residual, at::linear(x, compute_weight(layer->weight)), layer->bias);
+}
+
 }  // namespace
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
@@ -91,9 +104,9 @@ std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
 
 torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(2);
-  return proj_drop(
-      linear(proj, x.transpose(1, 2)                            // (B, N, H, Dh)
-                       .reshape({B, N, heads_ * head_dim_})));  // (B, N, I) -> (B, N, D)
+  return x
+      .transpose(1, 2)                       // (B, N, H, Dh)
+      .reshape({B, N, heads_ * head_dim_});  // (B, N, I)
 }
 
 std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::Tensor& x) {
@@ -145,17 +158,31 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
   // handed to the analyses sum to 1 at full precision.
   auto [out, attn] =
       attend_explicitly(qkv_heads[0], qkv_heads[1], qkv_heads[2], /*probs_dtype=*/torch::kFloat);
-  return {merge_heads(out), attn};
+  return {proj_drop(linear(proj, merge_heads(out))), attn};
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const auto qkv_heads = split_heads(x);
-  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));
+  return proj_drop(linear(proj, merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]))));
 }
 
 torch::Tensor AttentionImpl::forward_class_token(const torch::Tensor& x) {
   const auto qkv_heads = split_heads_class_query(x);
-  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));  // (B, 1, D)
+  return proj_drop(
+      linear(proj, merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]))));  // (B, 1, D)
+}
+
+torch::Tensor AttentionImpl::forward_onto(const torch::Tensor& residual, const torch::Tensor& x) {
+  const auto qkv_heads = split_heads(x);
+  return add_linear(residual, proj, proj_drop,
+                    merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2])));
+}
+
+torch::Tensor AttentionImpl::forward_class_token_onto(const torch::Tensor& residual,
+                                                      const torch::Tensor& x) {
+  const auto qkv_heads = split_heads_class_query(x);
+  return add_linear(residual, proj, proj_drop,
+                    merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2])));  // (B, 1, D)
 }
 
 MlpImpl::MlpImpl(const ModelConfig& cfg) {
@@ -168,6 +195,10 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return drop(linear(fc2, drop(vit::gelu(linear(fc1, x)))));  // (B, N, M) inside, (B, N, D) out
 }
 
+torch::Tensor MlpImpl::forward_onto(const torch::Tensor& residual, const torch::Tensor& x) {
+  return add_linear(residual, fc2, drop, drop(vit::gelu(linear(fc1, x))));
+}
+
 BlockImpl::BlockImpl(const ModelConfig& cfg) {
   norm1 = register_module("norm1", make_norm(cfg));
   attn = register_module("attn", Attention(cfg));
@@ -176,14 +207,14 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
-  auto x = input + attn(normalized_for_linear(norm1, input));
-  return x + mlp(normalized_for_linear(norm2, x));
+  auto x = attn->forward_onto(input, normalized_for_linear(norm1, input));
+  return mlp->forward_onto(x, normalized_for_linear(norm2, x));
 }
 
 torch::Tensor BlockImpl::forward_class_token(const torch::Tensor& input) {
-  auto x = input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) +
-           attn->forward_class_token(normalized_for_linear(norm1, input));
-  return x + mlp(normalized_for_linear(norm2, x));  // (B, 1, D)
+  auto x = attn->forward_class_token_onto(input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1),
+                                          normalized_for_linear(norm1, input));
+  return mlp->forward_onto(x, normalized_for_linear(norm2, x));  // (B, 1, D)
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(

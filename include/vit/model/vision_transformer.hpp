@@ -39,6 +39,10 @@ class AttentionImpl : public torch::nn::Module {
   // The class token's row of forward(x) alone: its query against every
   // token's key and value. (B,N,D) -> (B,1,D)
   torch::Tensor forward_class_token(const torch::Tensor& x);
+  // residual + forward(x), and residual + forward_class_token(x): the output
+  // projection's bias joins the residual add (model/residual).
+  torch::Tensor forward_onto(const torch::Tensor& residual, const torch::Tensor& x);
+  torch::Tensor forward_class_token_onto(const torch::Tensor& residual, const torch::Tensor& x);
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   torch::nn::Dropout attn_drop{nullptr}, proj_drop{nullptr};
@@ -56,7 +60,7 @@ class AttentionImpl : public torch::nn::Module {
                                                             const torch::Tensor& k,
                                                             const torch::Tensor& v,
                                                             torch::ScalarType probs_dtype);
-  torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,N,Dh) -> (B,N,D) via proj
+  torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,N,Dh) -> (B,N,I)
   int64_t heads_, head_dim_;
   double attn_dropout_;
 };
@@ -67,6 +71,8 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const ModelConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x);
+  // residual + forward(x), fc2's bias joining the residual add (model/residual).
+  torch::Tensor forward_onto(const torch::Tensor& residual, const torch::Tensor& x);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::Dropout drop{nullptr};
 };

@@ -1,0 +1,28 @@
+#pragma once
+// The residual connection after a linear layer, x + (y + bias), with the
+// layer's bias left out of its matrix product and added here instead.
+//
+// LibTorch's addmm starts by copying the bias into every row of its output,
+// one pass; under bf16 autocast the residual add then widens the product to
+// fp32, a second pass, before adding, a third; backward, autograd narrows the
+// gradient to bf16 and sums it over the rows for the bias in two more. On
+// CPUs with AVX-512 a kernel of our own (model/residual_avx512) does each
+// direction in one pass. Everything else (other devices and dtypes, strided
+// views, CPUs without AVX-512) runs ATen's x + (y + bias).
+#include <torch/types.h>
+
+namespace vit {
+
+// x fp32 (..., d); y shaped like x, fp32 or bf16; bias fp32 (d). Returns fp32.
+// Gradients: x gets the output's, y the output's in y's dtype, the bias the
+// output's summed over every row.
+torch::Tensor add_biased_residual(const torch::Tensor& x, const torch::Tensor& y,
+                                  const torch::Tensor& bias);
+
+// Whether add_biased_residual() runs our kernel for these tensors rather than
+// ATen's adds; with y undefined, whether it would for any contiguous fp32 or
+// bf16 y shaped like x (for a caller that has yet to compute y).
+bool biased_residual_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& bias,
+                                     const torch::Tensor& y = {});
+
+}  // namespace vit

@@ -1,0 +1,115 @@
+#include "vit/model/residual.hpp"
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+#include <torch/torch.h>
+
+#include "avx512_lanes.hpp"
+#include "residual_avx512.hpp"
+
+namespace vit {
+namespace {
+
+// Rows per parallel task in the forward: enough work to outweigh handing it
+// to a thread.
+constexpr int64_t kGrainRows = 64;
+
+torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& y,
+                             const torch::Tensor& bias) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  auto z = torch::empty_like(x, at::MemoryFormat::Contiguous);
+  const float *in = x.data_ptr<float>(), *b = bias.data_ptr<float>();
+  float* out = z.data_ptr<float>();
+  at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
+    if (y.scalar_type() == torch::kBFloat16)
+      detail::biased_residual_forward_avx512(in + begin * d,
+                                             y.data_ptr<c10::BFloat16>() + begin * d, b,
+                                             out + begin * d, end - begin, d);
+    else
+      detail::biased_residual_forward_avx512(in + begin * d, y.data_ptr<float>() + begin * d, b,
+                                             out + begin * d, end - begin, d);
+  });
+  return z;
+}
+
+// The bias's gradient, dz summed over its rows, and dz in bf16 for y where
+// `y_bf16`, else y's gradient is dz itself. The rows are split into one block
+// per thread, each summing its own share, so no two threads write the same
+// memory; the shares are added at the end.
+struct BiasAndY {
+  torch::Tensor dbias, dy;
+};
+
+BiasAndY backward_kernel(const torch::Tensor& dz, bool y_bf16) {
+  const int64_t d = dz.size(-1), rows = dz.numel() / d;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
+  auto shares = torch::zeros({blocks, d}, dz.options());
+  BiasAndY g{{}, y_bf16 ? torch::empty(dz.sizes(), dz.options().dtype(torch::kBFloat16)) : dz};
+  const float* grad = dz.data_ptr<float>();
+  float* sums = shares.data_ptr<float>();
+  c10::BFloat16* narrowed = y_bf16 ? g.dy.data_ptr<c10::BFloat16>() : nullptr;
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks;
+      detail::biased_residual_backward_avx512(grad + begin * d,
+                                              narrowed ? narrowed + begin * d : nullptr,
+                                              sums + b * d, end - begin, d);
+    }
+  });
+  g.dbias = shares.sum(/*dim=*/0);
+  return g;
+}
+
+class BiasedResidual : public torch::autograd::Function<BiasedResidual> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& y, const torch::Tensor& bias) {
+    ctx->saved_data["y_bf16"] = y.scalar_type() == torch::kBFloat16;
+    return forward_kernel(x, y, bias);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    RECORD_FUNCTION("vit::biased_residual_backward", std::vector<c10::IValue>({grads[0]}));
+    const auto dz = grads[0].to(torch::kFloat).contiguous();
+    const bool y_bf16 = ctx->saved_data["y_bf16"].toBool();
+    torch::autograd::variable_list g = {ctx->needs_input_grad(0) ? dz : torch::Tensor(), {}, {}};
+    if (ctx->needs_input_grad(2)) {
+      auto [dbias, dy] = backward_kernel(dz, y_bf16);
+      g[2] = dbias;
+      if (ctx->needs_input_grad(1)) g[1] = dy;
+    } else if (ctx->needs_input_grad(1)) {
+      g[1] = y_bf16 ? dz.to(torch::kBFloat16) : dz;
+    }
+    return g;
+  }
+};
+
+}  // namespace
+
+bool biased_residual_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& bias,
+                                     const torch::Tensor& y) {
+  static const bool supported = detail::avx512_supported();
+  const auto on_cpu_contiguous = [](const torch::Tensor& t) {
+    return t.defined() && t.device().is_cpu() && t.layout() == torch::kStrided && t.is_contiguous();
+  };
+  const bool y_fits =
+      !y.defined() || (on_cpu_contiguous(y) && y.sizes() == x.sizes() &&
+                       (y.scalar_type() == torch::kFloat || y.scalar_type() == torch::kBFloat16));
+  return supported && on_cpu_contiguous(x) && on_cpu_contiguous(bias) && y_fits &&
+         x.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat && x.dim() >= 1 &&
+         x.size(-1) > 0 && bias.dim() == 1 && bias.size(0) == x.size(-1);
+}
+
+torch::Tensor add_biased_residual(const torch::Tensor& x, const torch::Tensor& y,
+                                  const torch::Tensor& bias) {
+  RECORD_FUNCTION("vit::biased_residual", std::vector<c10::IValue>({x, y}));  // for the profiler
+  if (!y.defined() || !biased_residual_uses_own_kernel(x, bias, y)) return x + (y + bias);
+  const bool needs_graph = torch::GradMode::is_enabled() &&
+                           (x.requires_grad() || y.requires_grad() || bias.requires_grad());
+  if (needs_graph) return BiasedResidual::apply(x, y, bias);
+  return forward_kernel(x, y, bias);
+}
+
+}  // namespace vit
