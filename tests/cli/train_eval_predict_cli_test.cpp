@@ -122,6 +122,26 @@ Finished train_one_epoch_in(const fs::path& work, const std::string& out) {
   return {status, testing::read_lines(work / "train.err")};
 }
 
+// With one epoch the last step is the best, and the trainer tests its own
+// weights without reading best.pt back: it must still report what eval of
+// best.pt does, to the last bit.
+TEST_F(TrainEvalPredict, ATestOfTheLastStepsWeightsMatchesEvalOfBestPt) {
+  ASSERT_EQ(train_status_, 0);
+  const fs::path work = dir_ / "last-is-best";
+  fs::create_directories(work);
+  ASSERT_EQ(train_one_epoch_in(work, "run").status, 0) << "see " << (work / "train.err");
+  const auto summary = read_json(work / "run" / "summary.json");
+  ASSERT_EQ(summary["best_step"], summary["steps"]);
+  const fs::path out = work / "eval";
+  ASSERT_EQ(run_vit({"eval", "--checkpoint", (work / "run" / "best.pt").string(), "--split", "test",
+                     "--out", out.string(), "--device", "cpu", "--threads", "1", "-q"}),
+            0);
+  const auto metrics = read_json(out / "metrics.json");
+  EXPECT_EQ(summary["test_images"], metrics["images"]);
+  EXPECT_DOUBLE_EQ(summary["test_loss"].get<double>(), metrics["loss"].get<double>());
+  EXPECT_DOUBLE_EQ(summary["test_acc"].get<double>(), metrics["accuracy"].get<double>());
+}
+
 // A folder named curves.png makes the last step of a finished run fail: the
 // command must say so and exit non-zero, and runs/latest must still lead to
 // the run's checkpoints.
@@ -169,7 +189,9 @@ TEST_F(TrainEvalPredict, EvalAndPredictGiveTheSameAnswerForTheSameImage) {
   const auto metrics = read_json(out / "metrics.json");
   EXPECT_EQ(metrics["precision"], "bf16");  // auto: the checkpoint's training precision
   // The trainer's final test of best.pt ran in the same precision on the same
-  // images, so it reports what eval does, to the last bit.
+  // images, so it reports what eval does, to the last bit. (This suite's run
+  // is best at step 5 of 10, so its test read best.pt back; the next test
+  // has the last step best.)
   const auto summary = read_json(dir_ / "runs" / "latest" / "summary.json");
   EXPECT_EQ(summary["test_precision"], "bf16");
   EXPECT_EQ(summary["test_images"], metrics["images"]);
