@@ -161,28 +161,31 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
   return {proj_drop(linear(proj, merge_heads(out))), attn};
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor AttentionImpl::attended(const torch::Tensor& x) {
   const auto qkv_heads = split_heads(x);
-  return proj_drop(linear(proj, merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]))));
+  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));
+}
+
+torch::Tensor AttentionImpl::class_token_attended(const torch::Tensor& x) {
+  const auto qkv_heads = split_heads_class_query(x);
+  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  return proj_drop(linear(proj, attended(x)));
 }
 
 torch::Tensor AttentionImpl::forward_class_token(const torch::Tensor& x) {
-  const auto qkv_heads = split_heads_class_query(x);
-  return proj_drop(
-      linear(proj, merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]))));  // (B, 1, D)
+  return proj_drop(linear(proj, class_token_attended(x)));  // (B, 1, D)
 }
 
 torch::Tensor AttentionImpl::forward_onto(const torch::Tensor& residual, const torch::Tensor& x) {
-  const auto qkv_heads = split_heads(x);
-  return add_linear(residual, proj, proj_drop,
-                    merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2])));
+  return add_linear(residual, proj, proj_drop, attended(x));
 }
 
 torch::Tensor AttentionImpl::forward_class_token_onto(const torch::Tensor& residual,
                                                       const torch::Tensor& x) {
-  const auto qkv_heads = split_heads_class_query(x);
-  return add_linear(residual, proj, proj_drop,
-                    merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2])));  // (B, 1, D)
+  return add_linear(residual, proj, proj_drop, class_token_attended(x));  // (B, 1, D)
 }
 
 MlpImpl::MlpImpl(const ModelConfig& cfg) {

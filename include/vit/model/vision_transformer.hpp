@@ -61,6 +61,10 @@ class AttentionImpl : public torch::nn::Module {
                                                             const torch::Tensor& v,
                                                             torch::ScalarType probs_dtype);
   torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,N,Dh) -> (B,N,I)
+  // What the output projection reads: every token's attended values (B,N,I),
+  // or the class token's alone (B,1,I)
+  torch::Tensor attended(const torch::Tensor& x);
+  torch::Tensor class_token_attended(const torch::Tensor& x);
   int64_t heads_, head_dim_;
   double attn_dropout_;
 };
