@@ -43,7 +43,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [ "$line" = debian ]; then
-  packages+=(libtorch-dev libopenblas0-openmp)
+  packages+=(libtorch-dev libopenblas0-openmp libdnnl-dev)
 else
   packages+=(python3 python3-venv)
 fi

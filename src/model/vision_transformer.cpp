@@ -11,6 +11,7 @@
 #include "vit/model/gelu.hpp"
 #include "vit/model/head_split.hpp"
 #include "vit/model/layer_norm.hpp"
+#include "vit/model/linear.hpp"
 #include "vit/model/residual.hpp"
 #include "vit/model/softmax.hpp"
 #include "vit/model/weight_substitution.hpp"
@@ -45,8 +46,9 @@ torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torc
   return layer_norm_for_linear(x, norm->weight, norm->bias, norm->options.eps());
 }
 
-// y = x W^T + b through ATen's linear, which folds a contiguous (B, N, in)
-// input into one addmm (GEMM with the bias). The C++ frontend's Linear
+// y = x W^T + b through model/linear (oneDNN's sgemm in fp32 where the build
+// has it, else ATen's linear, which folds a contiguous (B, N, in) input into
+// one addmm: GEMM with the bias). The C++ frontend's Linear
 // (torch::nn::functional::linear, LibTorch 1.13) runs matmul and then a
 // separate in-place bias add for any input that is not 2-D: one more pass
 // over every activation, forward and backward (LibTorch's profiler: 107
@@ -54,7 +56,7 @@ torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torc
 // The weights are compute_weight's: a training step's low-precision copies
 // where train/weight_mirror provides them.
 torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
-  return at::linear(x, compute_weight(layer->weight), compute_weight(layer->bias));
+  return vit::linear(x, compute_weight(layer->weight), compute_weight(layer->bias));
 }
 
 // residual + drop(layer(x)). Where model/residual's kernel runs, the layer's
@@ -66,7 +68,7 @@ torch::Tensor add_linear(const torch::Tensor& residual, const torch::nn::Linear&
   const bool dropping = drop->is_training() && drop->options.p() > 0;
   if (dropping || !biased_residual_uses_own_kernel(residual, layer->bias))
     return residual + drop(linear(layer, x));
-  return add_biased_residual(residual, at::linear(x, compute_weight(layer->weight)), layer->bias);
+  return add_biased_residual(residual, vit::linear(x, compute_weight(layer->weight)), layer->bias);
 }
 
 }  // namespace
@@ -116,11 +118,11 @@ std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::T
   const auto rows = [](const torch::Tensor& t, int64_t start, int64_t count) {
     return t.defined() ? t.narrow(/*dim=*/0, start, count) : t;
   };
-  auto q = at::linear(x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1), rows(weight, 0, I),
-                      rows(bias, 0, I))          // (B, 1, I)
+  auto q = vit::linear(x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1), rows(weight, 0, I),
+                       rows(bias, 0, I))         // (B, 1, I)
                .view({B, 1, heads_, head_dim_})  // (B, 1, H, Dh)
                .transpose(1, 2);                 // (B, H, 1, Dh)
-  auto kv = vit::split_heads(at::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I)),
+  auto kv = vit::split_heads(vit::linear(x, rows(weight, I, 2 * I), rows(bias, I, 2 * I)),
                              /*parts=*/2, heads_, head_dim_);  // k, v: (B, H, N, Dh)
   return {q, kv[0], kv[1]};
 }

@@ -12,6 +12,7 @@
 #include "cli/trained_checkpoint.hpp"
 #include "error_of.hpp"
 #include "vit/model/layer_norm.hpp"
+#include "vit/model/linear.hpp"
 #include "vit/model/residual.hpp"
 
 namespace vit {
@@ -44,19 +45,28 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
     EXPECT_LE(op["self_us_per_step"].get<double>(), previous_self);  // sorted by self time
     previous_self = op["self_us_per_step"].get<double>();
   }
-  // Each step's forward runs every Linear as one addmm, the 3-D ones too:
+  // Each step's forward runs every Linear as one product, the 3-D ones too:
   // 2 blocks x (qkv, proj, fc1, fc2) + the head = 9 a step. Where
-  // model/residual's kernel runs, proj and fc2 leave their bias to it (an mm
-  // each), except the last block's proj, whose class-token residual is a
-  // strided view: 6 addmm and 3 biased residuals.
-  ASSERT_TRUE(ops.count("aten::addmm"));
+  // model/linear runs oneDNN's sgemm, each is a vit::linear, and the last
+  // block's qkv two (the class token's q, then k and v): 10, each with its
+  // backward. Otherwise each is an addmm, or where model/residual's kernel
+  // runs, proj and fc2 leave their bias to it (an mm each), except the last
+  // block's proj, whose class-token residual is a strided view: 6 addmm.
   const auto x = torch::ones({2, 4});
-  if (biased_residual_uses_own_kernel(x, torch::ones({4}))) {
-    EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(), 6.0);
+  const bool residual_takes_biases = biased_residual_uses_own_kernel(x, torch::ones({4}));
+  if (linear_uses_own_kernel(x, torch::ones({4, 4}))) {
+    ASSERT_TRUE(ops.count("vit::linear") && ops.count("vit::linear_backward"));
+    EXPECT_DOUBLE_EQ(ops["vit::linear"]["calls_per_step"].get<double>(), 10.0);
+    EXPECT_DOUBLE_EQ(ops["vit::linear_backward"]["calls_per_step"].get<double>(), 10.0);
+    EXPECT_FALSE(ops.count("aten::addmm"));
+  } else {
+    ASSERT_TRUE(ops.count("aten::addmm"));
+    EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(),
+                     residual_takes_biases ? 6.0 : 9.0);
+  }
+  if (residual_takes_biases) {
     ASSERT_TRUE(ops.count("vit::biased_residual"));
     EXPECT_DOUBLE_EQ(ops["vit::biased_residual"]["calls_per_step"].get<double>(), 3.0);
-  } else {
-    EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(), 9.0);
   }
   // Our LayerNorm and GELU are tabled under their own names; their backward
   // passes too where our kernels ran (elsewhere LibTorch's autograd has them).
