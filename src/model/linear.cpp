@@ -112,11 +112,12 @@ bool linear_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& weight,
   const auto fp32_on_cpu = [](const torch::Tensor& t) {
     return t.device().is_cpu() && t.layout() == torch::kStrided && t.scalar_type() == torch::kFloat;
   };
-  const bool bias_fits =
-      !bias.defined() || (fp32_on_cpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
-  return x.defined() && weight.defined() && fp32_on_cpu(x) && fp32_on_cpu(weight) && bias_fits &&
-         !cpu_autocast_enabled() && x.dim() >= 1 && weight.dim() == 2 && weight.is_contiguous() &&
-         x.size(-1) == weight.size(1) && x.numel() > 0 && weight.numel() > 0;
+  if (!x.defined() || !weight.defined() || !fp32_on_cpu(x) || !fp32_on_cpu(weight) || x.dim() < 1 ||
+      weight.dim() != 2 || !weight.is_contiguous() || x.size(-1) != weight.size(1) ||
+      x.numel() == 0 || weight.numel() == 0 || cpu_autocast_enabled())
+    return false;
+  return !bias.defined() ||
+         (fp32_on_cpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
 #else
   (void)x, (void)weight, (void)bias;
   return false;

@@ -25,8 +25,9 @@ TEST(Linear, OneDnnRunsOnFp32CpuTensorsWhereTheBuildHasItAndNowhereElse) {
   EXPECT_FALSE(linear_uses_own_kernel(x, w.t().contiguous().t()));  // strided weight
   EXPECT_FALSE(linear_uses_own_kernel(x, w, b.to(torch::kBFloat16)));
   EXPECT_FALSE(linear_uses_own_kernel(x, w, b.narrow(0, 0, 3)));
-  EXPECT_FALSE(linear_uses_own_kernel(x, w.narrow(1, 0, 7)));  // widths disagree
-  EXPECT_FALSE(linear_uses_own_kernel(x.narrow(0, 0, 0), w));  // nothing to multiply
+  EXPECT_FALSE(linear_uses_own_kernel(x, w.narrow(1, 0, 7)));    // widths disagree
+  EXPECT_FALSE(linear_uses_own_kernel(x.narrow(0, 0, 0), w));    // nothing to multiply
+  EXPECT_FALSE(linear_uses_own_kernel(x, torch::randn({}), b));  // no matrix: ATen says why
   {
     AutocastScope autocast("bf16", torch::kCPU);
     EXPECT_FALSE(linear_uses_own_kernel(x, w, b));  // autocast's bf16 products are ATen's
