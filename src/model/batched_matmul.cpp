@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "cpu_autocast.hpp"
+#include "kernel_operands.hpp"
 
 namespace vit {
 namespace {
@@ -55,8 +56,7 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
 
 bool batched_matmul_uses_own_kernel(const torch::Tensor& a, const torch::Tensor& b) {
   const auto is_3d_float_on_cpu = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 3 &&
-           t.layout() == torch::kStrided;
+    return detail::is_dense_on_cpu(t) && t.scalar_type() == torch::kFloat && t.dim() == 3;
   };
   return is_3d_float_on_cpu(a) && is_3d_float_on_cpu(b) && !cpu_autocast_enabled() &&
          a.size(0) == b.size(0) && a.size(2) == b.size(1);

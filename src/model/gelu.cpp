@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "gelu_avx512.hpp"
+#include "kernel_operands.hpp"
 
 namespace vit {
 namespace {
@@ -68,8 +69,7 @@ class OwnGelu : public torch::autograd::Function<OwnGelu> {
 
 bool gelu_uses_own_kernel(const torch::Tensor& x) {
   static const bool supported = detail::avx512_gelu_supported();
-  return supported && x.device().is_cpu() && x.is_contiguous() &&
-         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kBFloat16);
+  return supported && detail::is_contiguous_on_cpu(x) && detail::is_float_or_bf16(x.scalar_type());
 }
 
 torch::Tensor gelu(const torch::Tensor& x) {

@@ -7,6 +7,7 @@
 
 #include "avx512_lanes.hpp"
 #include "cpu_autocast.hpp"
+#include "kernel_operands.hpp"
 #include "layer_norm_avx512.hpp"
 
 namespace vit {
@@ -104,8 +105,7 @@ bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& wei
                                 const torch::Tensor& bias) {
   static const bool supported = detail::avx512_supported();
   const auto is_float_on_cpu = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
-           t.is_contiguous();
+    return detail::is_contiguous_on_cpu(t) && t.scalar_type() == torch::kFloat;
   };
   return supported && is_float_on_cpu(x) && is_float_on_cpu(weight) && is_float_on_cpu(bias) &&
          x.dim() >= 1 && x.size(-1) > 0 && weight.dim() == 1 && weight.size(0) == x.size(-1) &&

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "cpu_autocast.hpp"
+#include "kernel_operands.hpp"
 #include "vit/build_features.hpp"
 
 #if VIT_WITH_ONEDNN_SGEMM
@@ -110,11 +111,11 @@ bool linear_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& weight,
                             const torch::Tensor& bias) {
 #if VIT_WITH_ONEDNN_SGEMM
   const auto fp32_on_cpu = [](const torch::Tensor& t) {
-    return t.device().is_cpu() && t.layout() == torch::kStrided && t.scalar_type() == torch::kFloat;
+    return detail::is_dense_on_cpu(t) && t.scalar_type() == torch::kFloat;
   };
-  if (!x.defined() || !weight.defined() || !fp32_on_cpu(x) || !fp32_on_cpu(weight) || x.dim() < 1 ||
-      weight.dim() != 2 || !weight.is_contiguous() || x.size(-1) != weight.size(1) ||
-      x.numel() == 0 || weight.numel() == 0 || cpu_autocast_enabled())
+  if (!fp32_on_cpu(x) || !fp32_on_cpu(weight) || x.dim() < 1 || weight.dim() != 2 ||
+      !weight.is_contiguous() || x.size(-1) != weight.size(1) || x.numel() == 0 ||
+      weight.numel() == 0 || cpu_autocast_enabled())
     return false;
   return !bias.defined() ||
          (fp32_on_cpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));

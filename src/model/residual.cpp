@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "avx512_lanes.hpp"
+#include "kernel_operands.hpp"
 #include "residual_avx512.hpp"
 
 namespace vit {
@@ -91,15 +92,11 @@ class BiasedResidual : public torch::autograd::Function<BiasedResidual> {
 bool biased_residual_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& bias,
                                      const torch::Tensor& y) {
   static const bool supported = detail::avx512_supported();
-  const auto on_cpu_contiguous = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.layout() == torch::kStrided && t.is_contiguous();
-  };
-  const bool y_fits =
-      !y.defined() || (on_cpu_contiguous(y) && y.sizes() == x.sizes() &&
-                       (y.scalar_type() == torch::kFloat || y.scalar_type() == torch::kBFloat16));
-  return supported && on_cpu_contiguous(x) && on_cpu_contiguous(bias) && y_fits &&
-         x.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat && x.dim() >= 1 &&
-         x.size(-1) > 0 && bias.dim() == 1 && bias.size(0) == x.size(-1);
+  const bool y_fits = !y.defined() || (detail::is_contiguous_on_cpu(y) && y.sizes() == x.sizes() &&
+                                       detail::is_float_or_bf16(y.scalar_type()));
+  return supported && detail::is_contiguous_on_cpu(x) && detail::is_contiguous_on_cpu(bias) &&
+         y_fits && x.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat &&
+         x.dim() >= 1 && x.size(-1) > 0 && bias.dim() == 1 && bias.size(0) == x.size(-1);
 }
 
 torch::Tensor add_biased_residual(const torch::Tensor& x, const torch::Tensor& y,

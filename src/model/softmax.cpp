@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "avx512_lanes.hpp"
+#include "kernel_operands.hpp"
 #include "softmax_avx512.hpp"
 
 namespace vit {
@@ -18,10 +19,6 @@ constexpr int64_t kGrainValues = 16384;
 
 int64_t grain_rows(int64_t n) {
   return std::max<int64_t>(1, kGrainValues / std::max<int64_t>(n, 1));
-}
-
-bool is_float_or_bf16(torch::ScalarType t) {
-  return t == torch::kFloat || t == torch::kBFloat16;
 }
 
 template <typename In, typename Out>
@@ -98,13 +95,12 @@ class ScaledSoftmax : public torch::autograd::Function<ScaledSoftmax> {
 
 bool scaled_softmax_uses_own_kernel(const torch::Tensor& x, torch::ScalarType out_dtype) {
   static const bool supported = detail::avx512_supported();
-  return supported && x.defined() && x.device().is_cpu() && x.layout() == torch::kStrided &&
-         x.is_contiguous() && x.dim() >= 1 && is_float_or_bf16(x.scalar_type()) &&
-         is_float_or_bf16(out_dtype);
+  return supported && detail::is_contiguous_on_cpu(x) && x.dim() >= 1 &&
+         detail::is_float_or_bf16(x.scalar_type()) && detail::is_float_or_bf16(out_dtype);
 }
 
 torch::Tensor scaled_softmax(const torch::Tensor& x, double scale, torch::ScalarType out_dtype) {
-  if (!is_float_or_bf16(out_dtype))
+  if (!detail::is_float_or_bf16(out_dtype))
     throw std::invalid_argument("scaled_softmax: out_dtype must be float or bfloat16, got " +
                                 std::string(c10::toString(out_dtype)));
   RECORD_FUNCTION("vit::scaled_softmax", std::vector<c10::IValue>({x}));  // for the step profiler
