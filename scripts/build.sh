@@ -33,7 +33,9 @@ if [ "$line" = pip ]; then
   # other LibTorch on the system (Debian's libtorch-dev, for one).
   options+=(-DCMAKE_PREFIX_PATH="$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")
 fi
-if [ ! -f "$dir/CMakeCache.txt" ]; then
+# Configure when the folder is new, and again when a configure failed: that
+# leaves a cache but no build file, and building would only say so.
+if [ ! -f "$dir/CMakeCache.txt" ] || { [ ! -f "$dir/build.ninja" ] && [ ! -f "$dir/Makefile" ]; }; then
   log=$(mktemp)
   cmake -S . -B "$dir" "${options[@]}" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
   rm -f "$log"
