@@ -4,7 +4,8 @@
 #   alone-T      one process with T = all cores threads
 #   alone-1      one process with 1 thread (what each rank gets)
 #   ranks-2      two ranks of 1 thread each, started with torchrun's variables
-# The job: configs/fashion-mnist.json (the demo model, global batch 64, bf16)
+# The job: configs/fashion-mnist-long.json (depth 6, global batch 64, bf16; the
+# demo's model until 2026-11-25, when the tables in docs/benchmarks.md were taken)
 # for EPOCHS epoch(s) on LIMIT training images.
 # Usage: scripts/bench_distributed.sh     Env: VIT=build/vit RUNS=3 LIMIT=12000 EPOCHS=1
 set -euo pipefail
@@ -17,7 +18,7 @@ cores=$(nproc)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 [[ -x $VIT ]] || { echo "bench_distributed: missing $VIT: run scripts/build.sh first" >&2; exit 1; }
-args=(train --config configs/fashion-mnist.json --set "data.limit_train=$LIMIT"
+args=(train --config configs/fashion-mnist-long.json --set "data.limit_train=$LIMIT"
       --set "train.epochs=$EPOCHS" --set data.limit_test=1000 --device cpu -q)
 
 train_rate() {  # run folder -> the last validation's training images/s
