@@ -1,5 +1,5 @@
 // The attention's batched products on the CPU: LibTorch's bmm against one
-// at::mm_out per matrix inside at::parallel_for (model/batched_matmul's way),
+// at::mm_out per matrix inside at::parallel_for (kernels/batched_matmul's way),
 // for five products of an attention's forward and backward (their four
 // operand layouts; Q K^T and dO V^T share one), fp32 and bf16, at the
 // issue-14 job's shapes (3 heads of 65 x 64, batch 16 and 128). Prints the

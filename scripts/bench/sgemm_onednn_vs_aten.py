@@ -4,7 +4,7 @@ On Debian's LibTorch 1.13 torch.mm runs OpenBLAS; libdnnl.so.2 is the oneDNN
 that LibTorch links, called here through ctypes on the same tensors. For each
 layer of a block (qkv, proj, fc1, fc2) it times the forward and both backward
 products (dx = dy W, dW = dy^T x), median of 20 calls, and checks that the two
-agree. Never a runtime dependency of vit: it measures what model/linear chose.
+agree. Never a runtime dependency of vit: it measures what kernels/linear chose.
 
 Usage: OMP_NUM_THREADS=2 /usr/bin/python3 scripts/bench/sgemm_onednn_vs_aten.py [ROWS]
        ROWS = batch x 65 tokens, default 8320 (batch 128)

@@ -7,13 +7,13 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include "vit/model/batched_matmul.hpp"
-#include "vit/model/gelu.hpp"
-#include "vit/model/head_split.hpp"
-#include "vit/model/layer_norm.hpp"
-#include "vit/model/linear.hpp"
-#include "vit/model/residual.hpp"
-#include "vit/model/softmax.hpp"
+#include "vit/kernels/batched_matmul.hpp"
+#include "vit/kernels/gelu.hpp"
+#include "vit/kernels/head_split.hpp"
+#include "vit/kernels/layer_norm.hpp"
+#include "vit/kernels/linear.hpp"
+#include "vit/kernels/residual.hpp"
+#include "vit/kernels/softmax.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
@@ -34,7 +34,7 @@ torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.dim}).eps(cfg.layer_norm_eps));
 }
 
-// norm(x), through model/layer_norm: the module holds the parameters (timm's
+// norm(x), through kernels/layer_norm: the module holds the parameters (timm's
 // names), our kernel computes.
 torch::Tensor normalized(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
   return vit::layer_norm(x, norm->weight, norm->bias, norm->options.eps());
@@ -46,7 +46,7 @@ torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torc
   return layer_norm_for_linear(x, norm->weight, norm->bias, norm->options.eps());
 }
 
-// y = x W^T + b through model/linear (oneDNN's sgemm in fp32 where the build
+// y = x W^T + b through kernels/linear (oneDNN's sgemm in fp32 where the build
 // has it, else ATen's linear, which folds a contiguous (B, N, in) input into
 // one addmm: GEMM with the bias). The C++ frontend's Linear
 // (torch::nn::functional::linear, LibTorch 1.13) runs matmul and then a
@@ -59,7 +59,7 @@ torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
   return vit::linear(x, compute_weight(layer->weight), compute_weight(layer->bias));
 }
 
-// residual + drop(layer(x)). Where model/residual's kernel runs, the layer's
+// residual + drop(layer(x)). Where kernels/residual's kernel runs, the layer's
 // product leaves out the bias, which the kernel adds with the residual in one
 // pass, in fp32 (so from the fp32 parameter, not a low-precision substitute).
 // Dropout between the two (training with p > 0) keeps the separate steps.

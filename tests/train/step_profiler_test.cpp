@@ -11,9 +11,9 @@
 
 #include "cli/trained_checkpoint.hpp"
 #include "error_of.hpp"
-#include "vit/model/layer_norm.hpp"
-#include "vit/model/linear.hpp"
-#include "vit/model/residual.hpp"
+#include "vit/kernels/layer_norm.hpp"
+#include "vit/kernels/linear.hpp"
+#include "vit/kernels/residual.hpp"
 
 namespace vit {
 namespace {
@@ -47,9 +47,9 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
   }
   // Each step's forward runs every Linear as one product, the 3-D ones too:
   // 2 blocks x (qkv, proj, fc1, fc2) + the head = 9 a step. Where
-  // model/linear runs oneDNN's sgemm, each is a vit::linear, and the last
+  // kernels/linear runs oneDNN's sgemm, each is a vit::linear, and the last
   // block's qkv two (the class token's q, then k and v): 10, each with its
-  // backward. Otherwise each is an addmm, or where model/residual's kernel
+  // backward. Otherwise each is an addmm, or where kernels/residual's kernel
   // runs, proj and fc2 leave their bias to it (an mm each), except the last
   // block's proj, whose class-token residual is a strided view: 6 addmm.
   const auto x = torch::ones({2, 4});

@@ -40,7 +40,7 @@ class AttentionImpl : public torch::nn::Module {
   // token's key and value. (B,N,D) -> (B,1,D)
   torch::Tensor forward_class_token(const torch::Tensor& x);
   // residual + forward(x), and residual + forward_class_token(x): the output
-  // projection's bias joins the residual add (model/residual).
+  // projection's bias joins the residual add (kernels/residual).
   torch::Tensor forward_onto(const torch::Tensor& residual, const torch::Tensor& x);
   torch::Tensor forward_class_token_onto(const torch::Tensor& residual, const torch::Tensor& x);
 
@@ -75,7 +75,7 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const ModelConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x);
-  // residual + forward(x), fc2's bias joining the residual add (model/residual).
+  // residual + forward(x), fc2's bias joining the residual add (kernels/residual).
   torch::Tensor forward_onto(const torch::Tensor& residual, const torch::Tensor& x);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::Dropout drop{nullptr};

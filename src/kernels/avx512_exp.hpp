@@ -1,5 +1,5 @@
 #pragma once
-// exp over 16 fp32 lanes in AVX-512, for the kernels of model/ whose
+// exp over 16 fp32 lanes in AVX-512, for the kernels of kernels/ whose
 // arguments are never positive (the GELU's Gaussian, the softmax's shifted
 // scores). See avx512_lanes.hpp for the target attribute.
 #include "avx512_lanes.hpp"

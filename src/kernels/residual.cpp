@@ -1,4 +1,4 @@
-#include "vit/model/residual.hpp"
+#include "vit/kernels/residual.hpp"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>

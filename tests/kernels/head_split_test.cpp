@@ -1,4 +1,4 @@
-#include "vit/model/head_split.hpp"
+#include "vit/kernels/head_split.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -4,7 +4,7 @@
 // returned in fp32 or bf16.
 //
 // On CPUs with AVX-512, contiguous fp32 and bf16 inputs go through a kernel of
-// our own, forward and backward (model/softmax_avx512), which folds in the
+// our own, forward and backward (kernels/softmax_avx512), which folds in the
 // scale and the casts: LibTorch takes a pass for the scale, one to widen bf16
 // scores to fp32, one for the softmax, one to narrow the probabilities to bf16
 // for the next product, and the same again backward. LibTorch 1.13's fp32

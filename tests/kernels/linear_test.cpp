@@ -1,4 +1,4 @@
-#include "vit/model/linear.hpp"
+#include "vit/kernels/linear.hpp"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "vit/model/softmax.hpp"
+#include "vit/kernels/softmax.hpp"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>

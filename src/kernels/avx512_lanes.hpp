@@ -1,6 +1,6 @@
 #pragma once
 // Loading and storing 16 fp32 lanes from fp32 or bf16 memory, for the
-// AVX-512 kernels of model/ (gelu_avx512, layer_norm_avx512). Each function
+// AVX-512 kernels of kernels/ (gelu_avx512, layer_norm_avx512). Each function
 // carries the target attribute, so the files build with the project's flags
 // and the code runs only where avx512_supported() said yes.
 #include <cstdint>
@@ -20,7 +20,7 @@
 
 namespace vit::detail {
 
-// AVX-512 F, BW and VL: what the kernels of model/ need.
+// AVX-512 F, BW and VL: what the kernels of kernels/ need.
 inline bool avx512_supported() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl");

@@ -1,7 +1,7 @@
 #pragma once
 // softmax(scale x) over rows of n contiguous values, forward and backward, in
 // AVX-512 (F, BW, VL), computed in fp32 whatever the storage (fp32 or bf16).
-// Callers check avx512_supported() (avx512_lanes.hpp) first; model/softmax is
+// Callers check avx512_supported() (avx512_lanes.hpp) first; kernels/softmax is
 // the only caller.
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-#include "vit/model/layer_norm.hpp"
+#include "vit/kernels/layer_norm.hpp"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>

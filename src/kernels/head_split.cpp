@@ -1,4 +1,4 @@
-#include "vit/model/head_split.hpp"
+#include "vit/kernels/head_split.hpp"
 
 #include <ATen/record_function.h>
 #include <torch/autograd.h>

@@ -1,4 +1,4 @@
-#include "vit/model/gelu.hpp"
+#include "vit/kernels/gelu.hpp"
 
 #include <cmath>
 #include <limits>

@@ -2,7 +2,7 @@
 // The residual connection after a linear layer, z = x + (y + bias), over rows
 // of d contiguous values, forward and backward, in AVX-512 (F, BW, VL); x, z
 // and the bias fp32, y fp32 or bf16. Callers check avx512_supported()
-// (avx512_lanes.hpp) first; model/residual is the only caller.
+// (avx512_lanes.hpp) first; kernels/residual is the only caller.
 #include <cstdint>
 
 #include <c10/util/BFloat16.h>

@@ -3,7 +3,7 @@
 // torch::gelu and timm's nn.GELU compute it.
 //
 // On CPUs with AVX-512, contiguous fp32 and bf16 tensors go through a kernel
-// of our own, forward and backward (model/gelu_avx512). Measured over the
+// of our own, forward and backward (kernels/gelu_avx512). Measured over the
 // issue-14 job's MLP activations (8,320 x 768, 2 threads, AMD EPYC, LibTorch
 // 1.13), forward plus backward through autograd: bf16 5.0 ms against
 // torch::gelu's 5.3-8.7, fp32 4.8 ms against 18-22 (LibTorch's fp32 backward

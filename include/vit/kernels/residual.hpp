@@ -6,7 +6,7 @@
 // one pass; under bf16 autocast the residual add then widens the product to
 // fp32, a second pass, before adding, a third; backward, autograd narrows the
 // gradient to bf16 and sums it over the rows for the bias in two more. On
-// CPUs with AVX-512 a kernel of our own (model/residual_avx512) does each
+// CPUs with AVX-512 a kernel of our own (kernels/residual_avx512) does each
 // direction in one pass. Everything else (other devices and dtypes, strided
 // views, CPUs without AVX-512) runs ATen's x + (y + bias).
 #include <torch/types.h>

@@ -1,4 +1,4 @@
-#include "vit/model/softmax.hpp"
+#include "vit/kernels/softmax.hpp"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>

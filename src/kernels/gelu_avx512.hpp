@@ -1,7 +1,7 @@
 #pragma once
 // The exact (erf) GELU and its derivative over contiguous fp32 or bf16
 // arrays, in AVX-512 (F, BW, VL). Callers check avx512_gelu_supported()
-// first; model/gelu is the only caller.
+// first; kernels/gelu is the only caller.
 #include <cstdint>
 
 #include <c10/util/BFloat16.h>

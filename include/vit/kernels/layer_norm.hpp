@@ -3,7 +3,7 @@
 // torch::layer_norm computes it (biased variance, eps inside the square root).
 //
 // On CPUs with AVX-512, contiguous fp32 inputs go through a kernel of our own,
-// forward and backward (model/layer_norm_avx512). It can write bf16 directly,
+// forward and backward (kernels/layer_norm_avx512). It can write bf16 directly,
 // for a LayerNorm that feeds a bf16 matrix product: LibTorch would write fp32
 // and autocast would then cast it, and cast the gradient back, in two more
 // passes. Measured over the issue-14 job's tokens (8,320 x 192, 2 threads, AMD

@@ -1,4 +1,4 @@
-#include "vit/model/batched_matmul.hpp"
+#include "vit/kernels/batched_matmul.hpp"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>

@@ -1,7 +1,7 @@
 #pragma once
 // LayerNorm over rows of d contiguous fp32 values, forward and backward, in
 // AVX-512 (F, BW, VL), the output or its gradient in fp32 or bf16. Callers
-// check avx512_supported() (avx512_lanes.hpp) first; model/layer_norm is the
+// check avx512_supported() (avx512_lanes.hpp) first; kernels/layer_norm is the
 // only caller.
 #include <cstdint>
 

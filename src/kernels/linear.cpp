@@ -1,4 +1,4 @@
-#include "vit/model/linear.hpp"
+#include "vit/kernels/linear.hpp"
 
 #include <ATen/record_function.h>
 #include <torch/autograd.h>

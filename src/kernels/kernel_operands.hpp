@@ -1,5 +1,5 @@
 #pragma once
-// What the model's own CPU kernels (model/gelu, layer_norm, residual,
+// What the model's own CPU kernels (kernels/gelu, layer_norm, residual,
 // softmax, linear, batched_matmul) take as operands; anything else goes to
 // LibTorch's operators.
 #include <torch/types.h>
