@@ -18,6 +18,7 @@
 #include "cmd_saliency.hpp"
 #include "cmd_train.hpp"
 #include "vit/allocator.hpp"
+#include "vit/cpu_isa.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
 #include "vit/terminal_log.hpp"
@@ -66,6 +67,7 @@ std::string chosen_precision(const std::string& option, const Config& config, c1
 void apply_common_options(const CommonOptions& options, const Config* config) {
   // The logger keeps info, so a run's train.log still records every validation.
   if (options.quiet) quiet_terminal();
+  cpu_isa();  // a VIT_CPU_ISA it cannot read stops every command here, with its one line
   if (options.verbose) spdlog::set_level(spdlog::level::debug);
   // Every command checks an explicit --device, even one that computes on the
   // CPU only (info, export); the ones that run a model resolve it again,
