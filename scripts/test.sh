@@ -13,6 +13,20 @@ source scripts/torch_line.sh
 run_suite() {  # LINE
   echo "test.sh: the LibTorch $1 line ($(torch_line_build_dir "$1")/)"
   (cd "$(torch_line_build_dir "$1")" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+  # The own kernels and the precision choice again, on the paths of lesser
+  # CPUs: AVX2 (vit's 8-lane kernels, LibTorch's AVX2 code, and precision
+  # auto as on a CPU without bf16), then no vector kernels of vit's own
+  # (LibTorch's operators in their place). So every path is tested on every
+  # host, whatever its CPU. (ONEDNN_MAX_CPU_ISA stays unset: LibTorch 1.13
+  # asks the CPU, not oneDNN, whether bf16 products are there, and fails
+  # when oneDNN alone is capped.)
+  local kernel_tests='^(Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
+  for isa in avx2 baseline; do
+    echo "test.sh: the LibTorch $1 line, kernels and precision under VIT_CPU_ISA=$isa"
+    (cd "$(torch_line_build_dir "$1")" &&
+      VIT_CPU_ISA=$isa ATEN_CPU_CAPABILITY=$([ $isa = avx2 ] && echo avx2 || echo default) \
+        ctest --output-on-failure --timeout 900 -j "$(nproc)" -R "$kernel_tests")
+  done
 }
 
 default=$VIT_DEFAULT_TORCH

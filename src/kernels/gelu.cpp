@@ -5,8 +5,8 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "gelu_avx512.hpp"
 #include "kernel_operands.hpp"
+#include "simd/kernels.hpp"
 
 namespace vit {
 namespace {
@@ -21,7 +21,7 @@ torch::Tensor forward_as(const torch::Tensor& x) {
   const T* in = x.data_ptr<T>();
   T* out = y.data_ptr<T>();
   at::parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) {
-    detail::gelu_forward_avx512(in + begin, out + begin, end - begin);
+    VIT_SIMD_DISPATCH(gelu_forward(in + begin, out + begin, end - begin));
   });
   return y;
 }
@@ -33,7 +33,7 @@ torch::Tensor backward_as(const torch::Tensor& dy, const torch::Tensor& x) {
   const T* in = x.data_ptr<T>();
   T* out = dx.data_ptr<T>();
   at::parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) {
-    detail::gelu_backward_avx512(grad + begin, in + begin, out + begin, end - begin);
+    VIT_SIMD_DISPATCH(gelu_backward(grad + begin, in + begin, out + begin, end - begin));
   });
   return dx;
 }
@@ -68,8 +68,8 @@ class OwnGelu : public torch::autograd::Function<OwnGelu> {
 }  // namespace
 
 bool gelu_uses_own_kernel(const torch::Tensor& x) {
-  static const bool supported = detail::avx512_gelu_supported();
-  return supported && detail::is_contiguous_on_cpu(x) && detail::is_float_or_bf16(x.scalar_type());
+  return detail::simd_level() != detail::SimdLevel::kNone && detail::is_contiguous_on_cpu(x) &&
+         detail::is_float_or_bf16(x.scalar_type());
 }
 
 torch::Tensor gelu(const torch::Tensor& x) {

@@ -5,10 +5,9 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "avx512_lanes.hpp"
 #include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
-#include "layer_norm_avx512.hpp"
+#include "simd/kernels.hpp"
 
 namespace vit {
 namespace {
@@ -34,8 +33,8 @@ Normalized forward_as(const torch::Tensor& x, const torch::Tensor& weight,
   T* out = n.y.data_ptr<T>();
   float *mean = n.mean.data_ptr<float>(), *rstd = n.rstd.data_ptr<float>();
   at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
-    detail::layer_norm_forward_avx512(in + begin * d, gamma, beta, out + begin * d, mean + begin,
-                                      rstd + begin, end - begin, d, static_cast<float>(eps));
+    VIT_SIMD_DISPATCH(layer_norm_forward(in + begin * d, gamma, beta, out + begin * d, mean + begin,
+                                         rstd + begin, end - begin, d, static_cast<float>(eps)));
   });
   return n;
 }
@@ -64,9 +63,9 @@ torch::autograd::variable_list backward_as(const torch::Tensor& dy, const torch:
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks;
-      detail::layer_norm_backward_avx512(grad + begin * d, in + begin * d, gamma, mu + begin,
-                                         rs + begin, out + begin * d, shares + b * d,
-                                         shares + (blocks + b) * d, end - begin, d);
+      VIT_SIMD_DISPATCH(layer_norm_backward(grad + begin * d, in + begin * d, gamma, mu + begin,
+                                            rs + begin, out + begin * d, shares + b * d,
+                                            shares + (blocks + b) * d, end - begin, d));
     }
   });
   const auto sums = partial.sum(/*dim=*/1);  // (2, d)
@@ -103,7 +102,7 @@ class OwnLayerNorm : public torch::autograd::Function<OwnLayerNorm> {
 
 bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias) {
-  static const bool supported = detail::avx512_supported();
+  const bool supported = detail::simd_level() != detail::SimdLevel::kNone;
   const auto is_float_on_cpu = [](const torch::Tensor& t) {
     return detail::is_contiguous_on_cpu(t) && t.scalar_type() == torch::kFloat;
   };

@@ -5,9 +5,8 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "avx512_lanes.hpp"
 #include "kernel_operands.hpp"
-#include "residual_avx512.hpp"
+#include "simd/kernels.hpp"
 
 namespace vit {
 namespace {
@@ -24,12 +23,12 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& y,
   float* out = z.data_ptr<float>();
   at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
     if (y.scalar_type() == torch::kBFloat16)
-      detail::biased_residual_forward_avx512(in + begin * d,
-                                             y.data_ptr<c10::BFloat16>() + begin * d, b,
-                                             out + begin * d, end - begin, d);
+      VIT_SIMD_DISPATCH(biased_residual_forward(in + begin * d,
+                                                y.data_ptr<c10::BFloat16>() + begin * d, b,
+                                                out + begin * d, end - begin, d));
     else
-      detail::biased_residual_forward_avx512(in + begin * d, y.data_ptr<float>() + begin * d, b,
-                                             out + begin * d, end - begin, d);
+      VIT_SIMD_DISPATCH(biased_residual_forward(in + begin * d, y.data_ptr<float>() + begin * d, b,
+                                                out + begin * d, end - begin, d));
   });
   return z;
 }
@@ -53,9 +52,9 @@ BiasAndY backward_kernel(const torch::Tensor& dz, bool y_bf16) {
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
     for (int64_t b = first; b < last; ++b) {
       const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks;
-      detail::biased_residual_backward_avx512(grad + begin * d,
-                                              narrowed ? narrowed + begin * d : nullptr,
-                                              sums + b * d, end - begin, d);
+      VIT_SIMD_DISPATCH(biased_residual_backward(grad + begin * d,
+                                                 narrowed ? narrowed + begin * d : nullptr,
+                                                 sums + b * d, end - begin, d));
     }
   });
   g.dbias = shares.sum(/*dim=*/0);
@@ -91,7 +90,7 @@ class BiasedResidual : public torch::autograd::Function<BiasedResidual> {
 
 bool biased_residual_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& bias,
                                      const torch::Tensor& y) {
-  static const bool supported = detail::avx512_supported();
+  const bool supported = detail::simd_level() != detail::SimdLevel::kNone;
   const bool y_fits = !y.defined() || (detail::is_contiguous_on_cpu(y) && y.sizes() == x.sizes() &&
                                        detail::is_float_or_bf16(y.scalar_type()));
   return supported && detail::is_contiguous_on_cpu(x) && detail::is_contiguous_on_cpu(bias) &&

@@ -7,9 +7,8 @@
 
 #include <stdexcept>
 
-#include "avx512_lanes.hpp"
 #include "kernel_operands.hpp"
-#include "softmax_avx512.hpp"
+#include "simd/kernels.hpp"
 
 namespace vit {
 namespace {
@@ -27,7 +26,7 @@ void forward_as(const torch::Tensor& x, torch::Tensor& y, float scale) {
   const In* in = x.data_ptr<In>();
   Out* out = y.data_ptr<Out>();
   at::parallel_for(0, rows, grain_rows(n), [&](int64_t begin, int64_t end) {
-    detail::softmax_forward_avx512(in + begin * n, out + begin * n, end - begin, n, scale);
+    VIT_SIMD_DISPATCH(softmax_forward(in + begin * n, out + begin * n, end - begin, n, scale));
   });
 }
 
@@ -49,8 +48,8 @@ void backward_as(const torch::Tensor& dy, const torch::Tensor& y, torch::Tensor&
   const G *grad = dy.data_ptr<G>(), *probs = y.data_ptr<G>();
   Out* out = dx.data_ptr<Out>();
   at::parallel_for(0, rows, grain_rows(n), [&](int64_t begin, int64_t end) {
-    detail::softmax_backward_avx512(grad + begin * n, probs + begin * n, out + begin * n,
-                                    end - begin, n, scale);
+    VIT_SIMD_DISPATCH(softmax_backward(grad + begin * n, probs + begin * n, out + begin * n,
+                                       end - begin, n, scale));
   });
 }
 
@@ -94,7 +93,7 @@ class ScaledSoftmax : public torch::autograd::Function<ScaledSoftmax> {
 }  // namespace
 
 bool scaled_softmax_uses_own_kernel(const torch::Tensor& x, torch::ScalarType out_dtype) {
-  static const bool supported = detail::avx512_supported();
+  const bool supported = detail::simd_level() != detail::SimdLevel::kNone;
   return supported && detail::is_contiguous_on_cpu(x) && x.dim() >= 1 &&
          detail::is_float_or_bf16(x.scalar_type()) && detail::is_float_or_bf16(out_dtype);
 }

@@ -6,22 +6,19 @@
 
 #include <string>
 
+#include "kernel_paths.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/precision.hpp"
 
 namespace vit {
 namespace {
 
-bool cpu_has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
-
-TEST(BiasedResidual, OwnKernelRunsWhereTheCpuHasAvx512AndOnlyOnContiguousFloatWithFloatOrBf16Y) {
+TEST(BiasedResidual, OwnKernelRunsWhereTheCpuHasAvx2AndOnlyOnContiguousFloatWithFloatOrBf16Y) {
   const auto x = torch::randn({2, 3, 8}), bias = torch::randn({8});
-  EXPECT_EQ(biased_residual_uses_own_kernel(x, bias), cpu_has_avx512());
-  EXPECT_EQ(biased_residual_uses_own_kernel(x, bias, x.to(torch::kBFloat16)), cpu_has_avx512());
-  EXPECT_EQ(biased_residual_uses_own_kernel(x, bias, x.clone()), cpu_has_avx512());
+  EXPECT_EQ(biased_residual_uses_own_kernel(x, bias), testing::own_kernels_run());
+  EXPECT_EQ(biased_residual_uses_own_kernel(x, bias, x.to(torch::kBFloat16)),
+            testing::own_kernels_run());
+  EXPECT_EQ(biased_residual_uses_own_kernel(x, bias, x.clone()), testing::own_kernels_run());
   EXPECT_FALSE(biased_residual_uses_own_kernel(x, bias, x.to(torch::kHalf)));
   EXPECT_FALSE(biased_residual_uses_own_kernel(x, bias, x.narrow(1, 0, 2)));
   EXPECT_FALSE(biased_residual_uses_own_kernel(x.transpose(0, 1), bias));
@@ -48,12 +45,12 @@ Grads run(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& b
 // to the bit; x's gradient is the output's, y's the output's in y's dtype
 // (rounded as LibTorch rounds it), the bias's the output's summed over the
 // rows, within 1e-6 of the sum in double (summed in blocks of 64 rows, one
-// per thread). Widths around the 16-lane vectors, row counts around the
+// per thread). Widths around the 8- and 16-lane vectors, row counts around the
 // blocks and across threads.
 TEST(BiasedResidual, ForwardIsAtensAndTheGradientsAreTheOutputsPassedSummedOrRounded) {
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
-  for (const int64_t d : {1, 15, 16, 17, 192}) {
+  for (const int64_t d : {1, 7, 8, 9, 15, 16, 17, 192}) {
     for (const int64_t rows : {1, 63, 64, 65, 8320}) {
       for (const auto y_dtype : {torch::kFloat, torch::kBFloat16}) {
         torch::manual_seed(d * 10000 + rows);

@@ -8,13 +8,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernel_paths.hpp"
+
 namespace vit {
 namespace {
-
-bool cpu_has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
 
 // Attention scores: rows of n values spread like a ViT's q k^T.
 torch::Tensor scores(int64_t rows, int64_t n, uint64_t seed) {
@@ -59,12 +56,12 @@ torch::Tensor float_bound(const torch::Tensor& exact) {
   return exact * (1e-6 + 1.2e-7 * exact.clamp_min(1e-300).log().abs()) + 1e-38;
 }
 
-TEST(ScaledSoftmax, OwnKernelRunsWhereTheCpuHasAvx512AndOnlyOnContiguousFloatOrBf16) {
+TEST(ScaledSoftmax, OwnKernelRunsWhereTheCpuHasAvx2AndOnlyOnContiguousFloatOrBf16) {
   const auto x = torch::randn({4, 6});
-  EXPECT_EQ(scaled_softmax_uses_own_kernel(x, torch::kFloat), cpu_has_avx512());
-  EXPECT_EQ(scaled_softmax_uses_own_kernel(x, torch::kBFloat16), cpu_has_avx512());
+  EXPECT_EQ(scaled_softmax_uses_own_kernel(x, torch::kFloat), testing::own_kernels_run());
+  EXPECT_EQ(scaled_softmax_uses_own_kernel(x, torch::kBFloat16), testing::own_kernels_run());
   EXPECT_EQ(scaled_softmax_uses_own_kernel(x.to(torch::kBFloat16), torch::kFloat),
-            cpu_has_avx512());
+            testing::own_kernels_run());
   EXPECT_FALSE(scaled_softmax_uses_own_kernel(x.t(), torch::kFloat));
   EXPECT_FALSE(scaled_softmax_uses_own_kernel(x.to(torch::kDouble), torch::kFloat));
   EXPECT_FALSE(scaled_softmax_uses_own_kernel(x.to(torch::kHalf), torch::kFloat));
@@ -72,12 +69,12 @@ TEST(ScaledSoftmax, OwnKernelRunsWhereTheCpuHasAvx512AndOnlyOnContiguousFloatOrB
 }
 
 // fp32 in and out, against double: the probabilities within float_bound, the gradient within 2e-6
-// of the gradient's scale (the centring dy - sum(y dy) cancels). Row lengths around the 16-lane
-// vectors, a negative scale, and row counts that split unevenly between threads.
+// of the gradient's scale (the centring dy - sum(y dy) cancels). Row lengths around the 8- and
+// 16-lane vectors, a negative scale, and row counts that split unevenly between threads.
 TEST(ScaledSoftmax, FloatMatchesDoubleForwardAndBackward) {
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
-  for (const int64_t n : {1, 2, 15, 16, 17, 65, 197}) {
+  for (const int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 65, 197}) {
     for (const int64_t rows : {1, 7, 1001}) {
       for (const double scale : {0.125, -0.5}) {
         const auto x = scores(rows, n, uint64_t(n * 1000 + rows));

@@ -1,0 +1,33 @@
+#pragma once
+// The own CPU kernels, one set per instruction set: detail::avx512 (16
+// lanes) and detail::avx2 (8 lanes), the same arithmetic lane by lane. Their
+// bodies are written once (kernels/simd/*.inc) in the lane functions of
+// avx512.hpp and avx2.hpp, and compiled once per set by kernels_avx512.cpp
+// and kernels_avx2.cpp.
+#include <cstdint>
+
+#include <c10/util/BFloat16.h>
+
+namespace vit::detail {
+
+// Which set the kernels run: the best that cpu_isa() (VIT_CPU_ISA's cap
+// included) allows; kNone where the CPU has neither, and LibTorch's
+// operators run instead.
+enum class SimdLevel { kNone, kAvx2, kAvx512 };
+SimdLevel simd_level();
+
+namespace avx512 {
+#include "kernels.inc"
+}  // namespace avx512
+
+namespace avx2 {
+#include "kernels.inc"
+}  // namespace avx2
+
+}  // namespace vit::detail
+
+// Runs `call`, a kernel's call written without its namespace, in the set
+// that simd_level() picked; callers have checked that it is not kNone.
+#define VIT_SIMD_DISPATCH(call)                                                                   \
+  (::vit::detail::simd_level() == ::vit::detail::SimdLevel::kAvx512 ? ::vit::detail::avx512::call \
+                                                                    : ::vit::detail::avx2::call)
