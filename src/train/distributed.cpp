@@ -50,24 +50,32 @@ std::string first_line(const std::exception& e) {
   return text.substr(0, text.find('\n'));
 }
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
-    std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(std::chrono::milliseconds timeout,
+                                                                 const std::string& master_addr) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch; otherwise
-  // the address this machine's hostname resolves to, or loopback.
-  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface)
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-  else
-    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  const GlooBinding binding = gloo_binding(master_addr, interface ? interface : "");
+  switch (binding.kind) {
+    case GlooBinding::kInterface:
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(binding.name));
+      break;
+    case GlooBinding::kAddress:
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(binding.name));
+      break;
+    case GlooBinding::kHostname:
+      options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      break;
+  }
   return options;
 }
 
 c10::intrusive_ptr<Backend> make_backend(const std::string& backend,
                                          const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                         int world_size, std::chrono::milliseconds timeout) {
+                                         int world_size, std::chrono::milliseconds timeout,
+                                         const std::string& master_addr) {
   if (backend == "gloo")
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size,
-                                                       gloo_options(timeout));
+                                                       gloo_options(timeout, master_addr));
 #if defined(VIT_WITH_NCCL)
   if (backend == "nccl") {
     auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -110,6 +118,18 @@ std::optional<DistributedEnv> distributed_env(
   const char* agent = get("TORCHELASTIC_USE_AGENT_STORE");
   env.agent_store = agent && std::string(agent) == "True";
   return env;
+}
+
+bool is_loopback_address(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1" ||
+         address == "[::1]";
+}
+
+GlooBinding gloo_binding(const std::string& master_addr, const std::string& socket_ifname) {
+  if (!socket_ifname.empty()) return {GlooBinding::kInterface, socket_ifname};
+  if (is_loopback_address(master_addr))
+    return {GlooBinding::kAddress, master_addr == "[::1]" ? "::1" : master_addr};
+  return {GlooBinding::kHostname, ""};
 }
 
 std::string choose_backend(const std::string& requested, c10::Device device) {
@@ -159,7 +179,8 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistributedEnv& env,
     options.multiTenant = true;
     const auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
     impl->store = c10::make_intrusive<c10d::PrefixStore>(kStorePrefix, tcp);
-    impl->backend = make_backend(backend, impl->store, env.rank, env.world_size, timeout);
+    impl->backend =
+        make_backend(backend, impl->store, env.rank, env.world_size, timeout, env.master_addr);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -82,6 +82,23 @@ TEST(DistributedBackendTest, AutoIsGlooOnTheCpuAndNcclNeedsCuda) {
             "auto)");
 }
 
+// Ranks that meet on loopback bind Gloo there, so a machine whose hostname
+// does not resolve needs no GLOO_SOCKET_IFNAME; an interface named in it wins.
+TEST(GlooBindingTest, LoopbackMastersBindToTheirAddressAndTheInterfaceWins) {
+  for (const std::string address : {"127.0.0.1", "127.0.1.1", "localhost", "::1"}) {
+    const GlooBinding b = gloo_binding(address, "");
+    EXPECT_EQ(b.kind, GlooBinding::kAddress) << address;
+    EXPECT_EQ(b.name, address);
+  }
+  EXPECT_EQ(gloo_binding("[::1]", "").name, "::1");
+  EXPECT_EQ(gloo_binding("node0", "").kind, GlooBinding::kHostname);
+  EXPECT_EQ(gloo_binding("10.0.0.7", "").kind, GlooBinding::kHostname);
+  EXPECT_EQ(gloo_binding("128.0.0.1", "").kind, GlooBinding::kHostname);
+  const GlooBinding named = gloo_binding("127.0.0.1", "eth0");
+  EXPECT_EQ(named.kind, GlooBinding::kInterface);
+  EXPECT_EQ(named.name, "eth0");
+}
+
 // Runs body(rank, group) on `world` threads, one rank each.
 void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& body) {
   const auto store = ProcessGroup::make_local_store();

@@ -39,6 +39,19 @@ struct DistributedEnv {
 std::optional<DistributedEnv> distributed_env(
     const std::function<const char*(const char*)>& lookup = {});
 
+// Where Gloo's connections bind, in this order: the network interface
+// GLOO_SOCKET_IFNAME names, as in PyTorch; the master's address itself when
+// it is a loopback address, so that ranks on one machine meet there whether
+// or not its hostname resolves; otherwise the address this machine's
+// hostname resolves to (Gloo's default, which falls back to loopback with a
+// warning).
+struct GlooBinding {
+  enum Kind { kInterface, kAddress, kHostname } kind;
+  std::string name;  // the interface or the address; empty for kHostname
+};
+GlooBinding gloo_binding(const std::string& master_addr, const std::string& socket_ifname);
+bool is_loopback_address(const std::string& address);  // localhost, 127.0.0.0/8, ::1
+
 // "nccl" for a CUDA device and "gloo" for the CPU when `requested` is "auto";
 // otherwise `requested`, checked against the device and this build.
 std::string choose_backend(const std::string& requested, c10::Device device);
