@@ -391,7 +391,7 @@ void validate_train(const TrainConfig& t) {
                                            ", expected >= 0");
   require(t.validate_every >= 0, "train.validate_every is " + std::to_string(t.validate_every) +
                                      ", expected >= 0 (0 = every epoch)");
-  require_choice("train.precision", t.precision, {"fp32", "bf16", "fp16"});
+  require_choice("train.precision", t.precision, {"auto", "fp32", "bf16", "fp16"});
   require(t.log_every_s > 0,
           "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
   require(t.layer_decay > 0 && t.layer_decay <= 1,

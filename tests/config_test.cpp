@@ -31,7 +31,7 @@ TEST(Config, DefaultsMatchTheDesignDocument) {
   EXPECT_EQ(c.model.head_dim(), 32);
   EXPECT_EQ(c.train.batch_size, 128);
   EXPECT_DOUBLE_EQ(c.train.lr, 1e-3);
-  EXPECT_EQ(c.train.precision, "fp32");
+  EXPECT_EQ(c.train.precision, "auto");
   EXPECT_TRUE(c.train.cuda_graph);
   EXPECT_NO_THROW(c.validate());
 }
@@ -172,7 +172,7 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"train.early_stop_patience=-1", "train.early_stop_patience is -1, expected >= 0 (0 = off)"},
       {"train.early_stop_min_delta=-0.1", "train.early_stop_min_delta is -0.100000, expected >= 0"},
       {"train.validate_every=-1", "train.validate_every is -1, expected >= 0 (0 = every epoch)"},
-      {"train.precision=fp8", "train.precision is 'fp8', expected fp32 | bf16 | fp16"},
+      {"train.precision=fp8", "train.precision is 'fp8', expected auto | fp32 | bf16 | fp16"},
       {"train.log_every_s=0", "train.log_every_s is 0.000000, expected > 0"},
       {"train.layer_decay=0", "train.layer_decay is 0.000000, expected (0, 1] (1 = off)"},
       {"train.layer_decay=1.5", "train.layer_decay is 1.500000, expected (0, 1] (1 = off)"},

@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/config.hpp"
+#include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
 #include "vit/model/checkpoint.hpp"
 #include "vit/model/vision_transformer.hpp"
+#include "vit/train/precision.hpp"
 
 namespace vit::cli {
 
@@ -80,11 +82,29 @@ Described describe_source(const InfoOptions& o) {
   return {loaded.config, loaded.path, loaded.class_names};
 }
 
+// What train.precision becomes on this machine's device, or why it cannot
+// run here (fp16 off CUDA).
+struct MachinePrecision {
+  std::optional<PrecisionChoice> choice;
+  std::string problem;
+};
+
+MachinePrecision precision_here(const Config& config, c10::Device device) {
+  try {
+    return {choose_precision(config.train.precision, device), ""};
+  } catch (const Error& e) {
+    return {std::nullopt, e.what()};
+  }
+}
+
 int run_info(const InfoOptions& o) {
   apply_common_options(o.common);
   const Described d = describe_source(o);
+  const MachinePrecision precision = precision_here(d.config, chosen_device(o.common, &d.config));
   if (o.json) {
     nlohmann::json out = describe(d.config);
+    out["precision"] = precision.choice ? nlohmann::json(precision.choice->precision) : nullptr;
+    out["cpu_isa"] = cpu_isa_name(cpu_isa());
     if (!d.checkpoint.empty()) {
       out["checkpoint"] = d.checkpoint;
       out["class_names"] = d.class_names;
@@ -92,6 +112,8 @@ int run_info(const InfoOptions& o) {
     std::cout << out.dump(2) << "\n";
   } else {
     print_text(d.config);
+    std::cout << fmt::format("  machine    CPU {}, {}\n", cpu_isa_name(cpu_isa()),
+                             precision.choice ? precision.choice->description : precision.problem);
     if (!d.checkpoint.empty()) std::cout << fmt::format("  checkpoint {}\n", d.checkpoint);
   }
   return 0;

@@ -156,8 +156,10 @@ int run_train(const TrainOptions& o) {
     write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
   }
   const int threads = at::get_num_threads();
-  spdlog::info("run {} on {} ({} thread{}), precision {}", run_dir, device.str(), threads,
-               threads == 1 ? "" : "s", config.train.precision);
+  const PrecisionChoice precision = choose_precision(config.train.precision, device);
+  spdlog::info("run {} on {} ({} thread{}), {}", run_dir, device.str(), threads,
+               threads == 1 ? "" : "s", precision.description);
+  if (precision.warning) spdlog::warn("{}", *precision.warning);
 
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();

@@ -94,8 +94,10 @@ struct TrainConfig {
   int64_t early_stop_patience = 10;   // validations without improvement; 0 = never stop early
   double early_stop_min_delta = 0.0;  // required improvement of val accuracy (fraction)
   int64_t validate_every = 0;         // steps between validations; 0 = once per epoch
-  std::string precision = "fp32";     // "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
-  double log_every_s = 10.0;          // seconds between plain progress lines off a terminal
+  // "auto" (bf16 where the CPU or GPU computes it, fp16 on pre-Ampere GPUs,
+  // else fp32) | "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
+  std::string precision = "auto";
+  double log_every_s = 10.0;  // seconds between plain progress lines off a terminal
   // On CUDA, replay the training step from a CUDA graph (train/cuda_graph_step.hpp),
   // except under torchrun or --profile; ignored on the CPU.
   bool cuda_graph = true;

@@ -1,10 +1,16 @@
 #include "vit/train/precision.hpp"
 
 #include <ATen/autocast_mode.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "vit/build_features.hpp"
 #include "vit/error.hpp"
+
+#if VIT_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 namespace vit {
 namespace {
@@ -44,7 +50,73 @@ std::optional<at::ScalarType> autocast_dtype(const std::string& precision) {
   throw Error("train.precision '" + precision + "': expected fp32 | bf16 | fp16");
 }
 
+PrecisionHardware precision_hardware(c10::Device device) {
+  PrecisionHardware hardware;
+  hardware.cpu = cpu_isa();
+#if VIT_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto* properties = at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0);
+    hardware.cuda = true;
+    hardware.cuda_major = properties->major;
+    hardware.cuda_minor = properties->minor;
+  }
+#else
+  (void)device;
+#endif
+  return hardware;
+}
+
+namespace {
+
+// LibTorch's bf16 matrix products on a CPU without bf16 instructions,
+// against fp32 on the same CPU: the demo trained at 43 img/s in bf16 and 797
+// in fp32 on an AMD EPYC Zen 3 (docs/benchmarks.md).
+constexpr int kEmulatedBf16Slowdown = 18;
+
+void require_known(const std::string& precision) {
+  if (precision != "auto" && precision != "fp32" && precision != "bf16" && precision != "fp16")
+    throw Error("train.precision '" + precision + "': expected auto | fp32 | bf16 | fp16");
+}
+
+PrecisionChoice chosen_automatically(const PrecisionHardware& h) {
+  if (h.cuda) {
+    const std::string capability = fmt::format("{}.{}", h.cuda_major, h.cuda_minor);
+    if (h.cuda_major >= 8)
+      return {"bf16", "precision auto: bf16 (CUDA compute capability " + capability + ")", {}};
+    return {"fp16",
+            "precision auto: fp16 with loss scaling (CUDA compute capability " + capability +
+                " has no bf16)",
+            {}};
+  }
+  const std::string isa = cpu_isa_name(h.cpu);
+  if (cpu_computes_bf16(h.cpu))
+    return {"bf16", "precision auto: bf16 (this CPU computes bf16: " + isa + ")", {}};
+  return {"fp32", "precision auto: fp32 (this CPU has no bf16 instructions: " + isa + ")", {}};
+}
+
+}  // namespace
+
+PrecisionChoice choose_precision(const std::string& requested, const PrecisionHardware& hardware) {
+  require_known(requested);
+  if (requested == "auto") return chosen_automatically(hardware);
+  if (requested == "fp16" && !hardware.cuda)
+    throw Error("train.precision fp16 needs a CUDA device (on CPU use bf16)");
+  PrecisionChoice choice{requested, "precision " + requested, {}};
+  if (requested == "bf16" && !hardware.cuda && !cpu_computes_bf16(hardware.cpu))
+    choice.warning = fmt::format(
+        "precision bf16: this CPU has no bf16 instructions ({}), so LibTorch emulates them, "
+        "about {}x slower than fp32 (measured on an AMD Zen 3); precision auto picks fp32 here",
+        cpu_isa_name(hardware.cpu), kEmulatedBf16Slowdown);
+  return choice;
+}
+
+PrecisionChoice choose_precision(const std::string& requested, c10::Device device) {
+  return choose_precision(requested, precision_hardware(device));
+}
+
 std::string evaluation_precision(const std::string& trained, c10::Device device) {
+  require_known(trained);
+  if (trained == "auto") return choose_precision(trained, device).precision;
   const auto dtype = autocast_dtype(trained);
   if (dtype == at::kHalf && !device.is_cuda()) return "fp32";
   return trained;

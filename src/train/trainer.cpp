@@ -112,11 +112,12 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
     : config_(std::move(config)),
       splits_(std::move(splits)),
       device_(device),
+      precision_(choose_precision(config_.train.precision, device_)),
       run_dir_(std::move(run_dir)),
       resume_(std::move(resume)),
       group_(group),
       early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
-      scaler_(config_.train.precision == "fp16", device_),
+      scaler_(precision_.precision == "fp16", device_),
       step_totals_(device_),
       read_every_(device_.is_cuda() ? kCudaReadEvery : 1) {
   if (splits_.train.num_classes() != config_.model.num_classes)
@@ -131,7 +132,7 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   model_->to(device_);
   prepare_for_fine_tuning();
   optimizer_ = make_optimizer(model_, config_.train);
-  if (const auto dtype = autocast_dtype(config_.train.precision))
+  if (const auto dtype = autocast_dtype(precision_.precision))
     weight_mirror_ = std::make_unique<WeightMirror>(model_, *optimizer_, *dtype);
   train_loader_ = std::make_unique<data::BatchLoader>(
       splits_.train, train_loader_options(config_, device_, group_));
@@ -197,7 +198,7 @@ void Trainer::train_step(const data::Batch& batch) {
   if (weight_mirror_) weight_mirror_->refresh();
   torch::Tensor logits;
   {
-    AutocastScope autocast(config_.train.precision, device_);
+    AutocastScope autocast(precision_.precision, device_);
     std::optional<WeightSubstitution> low_precision_weights;
     if (weight_mirror_) low_precision_weights.emplace(weight_mirror_->substitutes());
     logits = model_->forward(batch.images);
@@ -356,7 +357,7 @@ TrainSummary Trainer::fit() {
 
     if (validation_due(step_)) {
       progress.clear();
-      const EvalResult val = evaluate_split(model_, *val_loader_, config_.train.precision);
+      const EvalResult val = evaluate_split(model_, *val_loader_, precision_.precision);
       // Weights that went bad without a non-finite training loss (for
       // example, with gradient clipping off) must not reach a checkpoint.
       if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
@@ -435,13 +436,18 @@ std::optional<EvalResult> Trainer::test_best() {
 }
 
 std::string Trainer::test_precision() const {
-  return evaluation_precision(config_.train.precision, device_);
+  return evaluation_precision(precision_.precision, device_);
 }
 
 void Trainer::write_summary(const TrainSummary& s) const {
-  nlohmann::json j = {{"stop_reason", s.stop_reason}, {"steps", s.steps},
-                      {"epochs", s.epochs},           {"best_val_acc", s.best_val_acc},
-                      {"best_step", s.best_step},     {"train_seconds", s.train_seconds}};
+  nlohmann::json j = {{"stop_reason", s.stop_reason},
+                      {"steps", s.steps},
+                      {"epochs", s.epochs},
+                      {"best_val_acc", s.best_val_acc},
+                      {"best_step", s.best_step},
+                      {"train_seconds", s.train_seconds},
+                      {"precision", precision_.precision},
+                      {"cpu_isa", cpu_isa_name(cpu_isa())}};
   if (const auto peak = peak_gpu_memory_bytes(device_))
     j["peak_gpu_memory_mib"] = double(*peak) / (1 << 20);
   if (s.test) {

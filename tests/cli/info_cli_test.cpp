@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.hpp"
+#include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
 #include "vit/model/safetensors.hpp"
 #include "vit/model/weights.hpp"
@@ -57,6 +58,23 @@ TEST(Info, ChecksTheDevice) {
             }),
             "--device cuda: CUDA is not available (this LibTorch build or machine has no GPU); "
             "use --device cpu");
+}
+
+// The machine's side: what train.precision becomes here, and the CPU's
+// instruction set as vit may use it (VIT_CPU_ISA included).
+TEST(Info, PrintsThePrecisionAndTheCpuIsaOfThisMachine) {
+  const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/fashion-mnist.json";
+  const auto automatic = info_json({"--config", config, "--device", "cpu"});
+  EXPECT_EQ(automatic["precision"], cpu_computes_bf16(cpu_isa()) ? "bf16" : "fp32");
+  EXPECT_EQ(automatic["cpu_isa"], cpu_isa_name(cpu_isa()));
+  EXPECT_EQ(info_json({"--config", config, "--device", "cpu", "--set",
+                       "train.precision=fp32"})["precision"],
+            "fp32");
+  // fp16 cannot run on a CPU: no precision, and info still describes the model.
+  const auto fp16 =
+      info_json({"--config", config, "--device", "cpu", "--set", "train.precision=fp16"});
+  EXPECT_TRUE(fp16["precision"].is_null());
+  EXPECT_EQ(fp16["parameters"], count_parameters(load_config(config).model));
 }
 
 TEST(Info, TheImageNetPresetMatchesTimmVitBasePatch16) {

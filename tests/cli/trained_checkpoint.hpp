@@ -56,6 +56,9 @@ inline Config block_config(const fs::path& data_root, const std::string& pool = 
   c.data.val_size = 20;
   c.data.augment.crop_padding = 0;
   c.data.augment.hflip = false;
+  // fp32 on every host: "auto" picks bf16 on CPUs that compute it, and the
+  // tests' expected values are fp32's. Tests of other precisions set them.
+  c.train.precision = "fp32";
   c.train.batch_size = 16;
   c.train.epochs = 2;
   c.train.warmup_epochs = 0;

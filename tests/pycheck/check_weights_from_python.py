@@ -22,7 +22,10 @@ MODEL_B = dict(vitpy.MODEL_B, image_size=24, depth=2)  # a 4x4 grid, two blocks
 
 
 def predict(vit, model_args, images):
-    return vitpy.json_output(vitpy.run_vit(vit, "predict", "--json", *model_args, "--topk", 2, "--images", *images))
+    # fp32, as the reference computes: a file without a recorded precision runs
+    # in train.precision's default, auto, which is bf16 on CPUs that compute it.
+    return vitpy.json_output(vitpy.run_vit(vit, "predict", "--json", *model_args, "--topk", 2,
+                                           "--precision", "fp32", "--images", *images))
 
 
 def check_model(report, vit, work, name, config, dtype, metadata, class_names, generator, embed_scale=1.0):

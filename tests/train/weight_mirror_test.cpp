@@ -134,8 +134,10 @@ TEST(EvaluationPrecision, IsTheTrainingPrecisionWhereTheDeviceRunsIt) {
   EXPECT_EQ(evaluation_precision("fp16", torch::kCPU), "fp32");
   EXPECT_EQ(evaluation_precision("bf16", c10::Device("cuda:0")), "bf16");
   EXPECT_EQ(evaluation_precision("fp16", c10::Device("cuda:1")), "fp16");
+  EXPECT_EQ(evaluation_precision("auto", torch::kCPU),
+            cpu_computes_bf16(cpu_isa()) ? "bf16" : "fp32");
   EXPECT_EQ(testing::error_of([] { evaluation_precision("fp8", torch::kCPU); }),
-            "train.precision 'fp8': expected fp32 | bf16 | fp16");
+            "train.precision 'fp8': expected auto | fp32 | bf16 | fp16");
 }
 
 TEST(WeightSubstitution, AppliesOnlyInsideItsScope) {

@@ -58,6 +58,8 @@ class Trainer {
   void profile(StepProfiler profiler) { profiler_ = std::move(profiler); }
 
   VisionTransformer& model() { return model_; }
+  // The precision the steps run, train.precision's "auto" resolved.
+  const PrecisionChoice& precision() const { return precision_; }
   // Training steps replayed from a CUDA graph so far (0 when none was captured).
   int64_t cuda_graph_replays() const;
 
@@ -92,6 +94,7 @@ class Trainer {
   Config config_;
   data::DataSplits splits_;
   c10::Device device_;
+  PrecisionChoice precision_;  // train.precision on device_ ("auto" resolved)
   std::string run_dir_;
   std::optional<std::string> resume_;
   ProcessGroup* group_ = nullptr;
