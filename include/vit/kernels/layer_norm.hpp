@@ -2,15 +2,16 @@
 // LayerNorm over the last dimension with a weight and a bias, as
 // torch::layer_norm computes it (biased variance, eps inside the square root).
 //
-// On CPUs with AVX-512, contiguous fp32 inputs go through a kernel of our own,
-// forward and backward (kernels/layer_norm_avx512). It can write bf16 directly,
-// for a LayerNorm that feeds a bf16 matrix product: LibTorch would write fp32
-// and autocast would then cast it, and cast the gradient back, in two more
-// passes. Measured over the issue-14 job's tokens (8,320 x 192, 2 threads, AMD
-// EPYC, LibTorch 1.13), forward plus backward through autograd:
+// On CPUs with AVX2 or AVX-512, contiguous fp32 inputs go through a kernel of
+// our own, forward and backward (kernels/simd/layer_norm.inc, compiled for
+// both). It can write bf16 directly, for a LayerNorm that feeds a bf16 matrix
+// product: LibTorch would write fp32 and autocast would then cast it, and
+// cast the gradient back, in two more passes. Measured over the CPU benchmark
+// job's tokens (8,320 x 192, 2 threads, AMD EPYC, LibTorch 1.13), forward
+// plus backward through autograd:
 // torch::layer_norm 2.0-2.3 ms, with the cast to bf16 3.3-3.6 ms.
 // Everything else (other devices and dtypes, strided views, CPUs without
-// AVX-512) runs torch::layer_norm, cast where bf16 was asked for.
+// AVX2) runs torch::layer_norm, cast where bf16 was asked for.
 #include <torch/types.h>
 
 namespace vit {

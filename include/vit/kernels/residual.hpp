@@ -6,9 +6,9 @@
 // one pass; under bf16 autocast the residual add then widens the product to
 // fp32, a second pass, before adding, a third; backward, autograd narrows the
 // gradient to bf16 and sums it over the rows for the bias in two more. On
-// CPUs with AVX-512 a kernel of our own (kernels/residual_avx512) does each
-// direction in one pass. Everything else (other devices and dtypes, strided
-// views, CPUs without AVX-512) runs ATen's x + (y + bias).
+// CPUs with AVX2 or AVX-512 a kernel of our own (kernels/simd/residual.inc)
+// does each direction in one pass. Everything else (other devices and dtypes,
+// strided views, CPUs without AVX2) runs ATen's x + (y + bias).
 #include <torch/types.h>
 
 namespace vit {

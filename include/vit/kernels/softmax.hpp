@@ -3,15 +3,15 @@
 // in fp32 as torch::softmax(x * scale, -1, torch::kFloat) computes it, and
 // returned in fp32 or bf16.
 //
-// On CPUs with AVX-512, contiguous fp32 and bf16 inputs go through a kernel of
-// our own, forward and backward (kernels/softmax_avx512), which folds in the
-// scale and the casts: LibTorch takes a pass for the scale, one to widen bf16
-// scores to fp32, one for the softmax, one to narrow the probabilities to bf16
-// for the next product, and the same again backward. LibTorch 1.13's fp32
-// softmax is itself slow on short rows: 1.5 ms for the issue-14 job's
+// On CPUs with AVX2 or AVX-512, contiguous fp32 and bf16 inputs go through a
+// kernel of our own, forward and backward (kernels/simd/softmax.inc), which
+// folds in the scale and the casts: LibTorch takes a pass for the scale, one
+// to widen bf16 scores to fp32, one for the softmax, one to narrow the
+// probabilities to bf16 for the next product, and the same again backward. LibTorch 1.13's fp32
+// softmax is itself slow on short rows: 1.5 ms for the CPU benchmark job's
 // 384 x 65 x 65 scores (2 threads, AMD EPYC), 5.7 ms from bf16 scores.
 // Everything else (other devices and dtypes, strided views, CPUs without
-// AVX-512) runs torch::softmax and casts.
+// AVX2) runs torch::softmax and casts.
 #include <torch/types.h>
 
 namespace vit {
