@@ -11,6 +11,7 @@
 #if VIT_WITH_CUDA
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -57,6 +58,9 @@ struct CudaGraphStep::Impl {
   bool eager_only;  // not a CUDA device, or the capture failed
   std::optional<c10::cuda::CUDAStream> side;
   std::optional<at::cuda::CUDAGraph> graph;
+  // The graph's private memory pool (c10's MempoolId_t; its namespace moved
+  // between LibTorch versions).
+  decltype(at::cuda::graph_pool_handle()) pool{0, 0};
   data::Batch inputs;  // the captured graph's static inputs
 
   Impl(Step s, c10::Device d, int64_t w)
@@ -76,8 +80,13 @@ struct CudaGraphStep::Impl {
     side->synchronize();
   }
 
-  // A capture that threw midway leaves the side stream capturing, which makes
-  // later launches fail: end it and drop what it recorded.
+  // A capture that threw midway leaves three things behind, each undone
+  // here: the side stream still capturing (later launches on it would fail),
+  // the caching allocator still routing the side stream's allocations into
+  // the graph's private pool (capture_end would have ended that, but it
+  // never ran), and the pool itself, which CUDAGraph releases only after a
+  // capture that ended. The pool's id is ours (capture() made it), because
+  // CUDAGraph::pool() refuses to answer before a successful capture.
   void abandon_capture() {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(side->stream(), &status) == cudaSuccess &&
@@ -87,25 +96,28 @@ struct CudaGraphStep::Impl {
         cudaGraphDestroy(partial);
     }
     (void)cudaGetLastError();  // the failed capture's error is reported above, not later
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device.index(), pool);
+    c10::cuda::CUDACachingAllocator::releasePool(device.index(), pool);
+    graph.reset();
   }
 
   void capture(const data::Batch& batch) {
     inputs = static_copy(batch);
     graph.emplace();
+    pool = at::cuda::graph_pool_handle();
     // Autocast's cache of cast weights would hold tensors from outside the
     // graph's memory pool; captured casts must be redone on every replay.
     const bool cache_was_enabled = at::autocast::is_autocast_cache_enabled();
     at::autocast::set_autocast_cache_enabled(false);
     try {
       on_side_stream([&] {
-        graph->capture_begin();
+        graph->capture_begin(pool);
         step(inputs);
         graph->capture_end();
       });
     } catch (const c10::Error& e) {
       abandon_capture();
       at::autocast::set_autocast_cache_enabled(cache_was_enabled);
-      graph.reset();
       eager_only = true;
       spdlog::warn("train.cuda_graph: capturing the step failed ({}); training on without it",
                    first_line_of(e));

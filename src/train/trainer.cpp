@@ -160,6 +160,9 @@ bool Trainer::is_main() const {
 void Trainer::check_ranks_agree() {
   group_->require_same(std::hash<std::string>{}(config_to_json_string(config_)),
                        "the resolved config (config file, --set, --seed)");
+  // "auto" may pick bf16 on one machine and fp32 on another.
+  group_->require_same(std::hash<std::string>{}(precision_.precision),
+                       "the precision (train.precision auto picks per machine; set it explicitly)");
   broadcast_model(model_, *group_);
 }
 

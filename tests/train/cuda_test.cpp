@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "process.hpp"
 #include "synthetic.hpp"
 #include "vit/model/checkpoint.hpp"
 #include "vit/train/evaluate.hpp"
@@ -132,6 +133,34 @@ TEST_F(CudaTest, TheCudaGraphTrainsLikeTheEagerStep) {
   const auto other = b.model()->named_parameters();
   for (const auto& p : a.model()->named_parameters())
     EXPECT_LT(relative_error(p.value(), other[p.key()]), 1e-4) << p.key();
+}
+
+// Two runs with the step captured and replayed, one after the other in one
+// process. Its sibling below runs it in a process of its own, for the exit.
+TEST_F(CudaTest, TwoGraphCapturedRunsInOneProcess) {
+  for (const std::string name : {"first", "second"}) {
+    Trainer trainer(testing::texture_config(), testing::texture_splits(), kCuda, run(name));
+    const TrainSummary s = trainer.fit();
+    EXPECT_EQ(s.stop_reason, "epochs done") << name;
+    EXPECT_EQ(trainer.cuda_graph_replays(), s.steps - 3) << name;
+  }
+}
+
+// The first GPU session saw the tests that train with the graph finish their
+// work and then die of SIGSEGV: the process's exit (static destructors of
+// LibTorch's allocators, the autograd engine's device threads) is part of
+// what is tested here, so the runs go in a child process whose exit status
+// must be 0.
+TEST_F(CudaTest, TwoGraphCapturedRunsExitTheProcessCleanly) {
+  fs::create_directories(dir_);
+  const fs::path self = fs::read_symlink("/proc/self/exe");
+  testing::ChildProcess child(
+      {self.string(), "--gtest_filter=CudaTest.TwoGraphCapturedRunsInOneProcess"}, {},
+      fs::current_path(), run("child.log"));
+  const int status = child.wait(std::chrono::seconds(600));
+  EXPECT_EQ(status, 0) << "exit status " << status << " (128 + N: signal N); output:\n"
+                       << child.output();
+  EXPECT_NE(child.output().find("[  PASSED  ] 1 test."), std::string::npos) << child.output();
 }
 
 // On the GPU the trainer reads the step statistics only every 25 steps and

@@ -102,7 +102,6 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
-  std::unique_ptr<CudaGraphStep> graph_step_;  // train.cuda_graph on a CUDA device
   EarlyStopping early_stopping_;
   LossScaler scaler_;
   StepProfiler profiler_;
@@ -115,6 +114,10 @@ class Trainer {
   RunningTotals totals_;       // since the last validation; saved in checkpoints
   double elapsed_before_ = 0;  // run time of earlier sessions (resume)
   std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
+  // train.cuda_graph on a CUDA device. Last, so that it is destroyed first:
+  // the captured graph holds the addresses of the model's, the optimizer's,
+  // the loss scaler's and the step totals' buffers, and must not outlive them.
+  std::unique_ptr<CudaGraphStep> graph_step_;
 };
 
 }  // namespace vit
