@@ -15,9 +15,9 @@
 #include "vit/data/tiny_imagenet.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
-#include "vit/model/checkpoint.hpp"
-#include "vit/model/safetensors.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/safetensors.hpp"
+#include "vit/weights/weights.hpp"
 
 namespace vit::fuzz {
 namespace {
@@ -174,8 +174,8 @@ const std::vector<Target>& targets() {
       {"tiny_imagenet", run_tiny_imagenet,
        "Tiny-ImageNet wnids.txt and val_annotations.txt (data/tiny_imagenet)"},
       {"safetensors", run_safetensors,
-       "safetensors header, offsets and our __metadata__ (model/safetensors, model/weights)"},
-      {"checkpoint", run_checkpoint, "a .pt checkpoint through load_model (model/checkpoint)"},
+       "safetensors header, offsets and our __metadata__ (weights/safetensors, weights/weights)"},
+      {"checkpoint", run_checkpoint, "a .pt checkpoint through load_model (weights/checkpoint)"},
       {"config", run_config, "a JSON config and --set overrides (config)"},
       {"image", run_image, "an encoded image through io::decode_image (io/image_io)"},
   };

@@ -12,10 +12,10 @@
 
 #include "vit/config.hpp"
 #include "vit/io/image_io.hpp"
-#include "vit/model/checkpoint.hpp"
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/safetensors.hpp"
 #include "vit/model/vision_transformer.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/weights.hpp"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;

@@ -19,8 +19,8 @@
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/safetensors.hpp"
 
 namespace vit {
 namespace {

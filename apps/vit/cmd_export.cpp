@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/weights.hpp"
 
 namespace vit::cli {
 namespace {

@@ -18,7 +18,7 @@
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/io/pos_embed_figure.hpp"
-#include "vit/model/pos_embed_resize.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
 
 namespace vit::cli {
 namespace {

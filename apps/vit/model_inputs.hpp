@@ -8,7 +8,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit::cli {
 

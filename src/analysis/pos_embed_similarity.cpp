@@ -3,7 +3,7 @@
 
 #include <torch/torch.h>
 
-#include "vit/model/pos_embed_resize.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
 
 namespace vit {
 

@@ -12,8 +12,8 @@
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/pos_embed_similarity.hpp"
 #include "vit/io/image_io.hpp"
-#include "vit/model/pos_embed_resize.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
+#include "vit/weights/weights.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

@@ -21,7 +21,7 @@
 
 #include "synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
 

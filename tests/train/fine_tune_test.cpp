@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "synthetic.hpp"
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/safetensors.hpp"
 #include "vit/train/optimizer.hpp"
 
 namespace vit {

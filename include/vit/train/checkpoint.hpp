@@ -1,10 +1,10 @@
 #pragma once
 // Training checkpoints (best.pt, last.pt): the model, the optimizer state, the
-// CPU random generator and CheckpointMeta (model/checkpoint.hpp), written
-// atomically. model/checkpoint.hpp reads the model part for inference.
+// CPU random generator and CheckpointMeta (weights/checkpoint.hpp), written
+// atomically. weights/checkpoint.hpp reads the model part for inference.
 #include <string>
 
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
 
 namespace vit {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "vit/config.hpp"
-#include "vit/model/pretrained.hpp"
+#include "vit/weights/pretrained.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {

@@ -1,4 +1,4 @@
-#include "vit/model/pos_embed_resize.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "vit/config.hpp"
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/safetensors.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {

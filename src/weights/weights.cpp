@@ -1,4 +1,4 @@
-#include "vit/model/weights.hpp"
+#include "vit/weights/weights.hpp"
 
 #include <algorithm>
 #include <cctype>

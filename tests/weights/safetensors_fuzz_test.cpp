@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/safetensors.hpp"
 
 namespace vit {
 namespace {

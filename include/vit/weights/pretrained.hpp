@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/safetensors.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {

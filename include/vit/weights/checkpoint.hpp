@@ -73,7 +73,7 @@ constexpr const char* kMetaKey = "meta";
 constexpr const char* kModelKey = "model";
 
 // The .pt file's archive, after every zip record passed its CRC-32 check
-// (model/zip_check.hpp); a vit::Error for a damaged or foreign file.
+// (weights/zip_check.hpp); a vit::Error for a damaged or foreign file.
 torch::serialize::InputArchive open_checkpoint_archive(const std::string& path);
 
 // The archive's "meta" record; a vit::Error when it has none.

@@ -1,4 +1,4 @@
-#include "vit/model/zip_check.hpp"
+#include "vit/weights/zip_check.hpp"
 
 #include <algorithm>
 #include <cstdint>

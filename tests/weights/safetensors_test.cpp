@@ -1,4 +1,4 @@
-#include "vit/model/safetensors.hpp"
+#include "vit/weights/safetensors.hpp"
 
 #include <chrono>
 #include <cmath>

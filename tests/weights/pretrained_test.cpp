@@ -1,4 +1,4 @@
-#include "vit/model/pretrained.hpp"
+#include "vit/weights/pretrained.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -8,9 +8,9 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
-#include "vit/model/patch_embed_resize.hpp"
-#include "vit/model/pos_embed_resize.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/patch_embed_resize.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
+#include "vit/weights/weights.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
 

@@ -1,5 +1,5 @@
 // Shape key: D width, g old grid side, G new grid side.
-#include "vit/model/pos_embed_resize.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
 
 #include <cmath>
 #include <string>

@@ -1,5 +1,5 @@
 // Shape key: D width, C channels, P patch side, g grid side, K classes.
-#include "vit/model/pretrained.hpp"
+#include "vit/weights/pretrained.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -9,10 +9,10 @@
 #include <torch/torch.h>
 
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
-#include "vit/model/patch_embed_resize.hpp"
-#include "vit/model/pos_embed_resize.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/patch_embed_resize.hpp"
+#include "vit/weights/pos_embed_resize.hpp"
+#include "vit/weights/weights.hpp"
 
 namespace vit {
 namespace {

@@ -2,7 +2,7 @@
 // deflated records, the ZIP64 form), on damaged copies of them, and on a real
 // LibTorch checkpoint with one flipped byte, which load_model must refuse
 // before LibTorch's importer sees it.
-#include "vit/model/zip_check.hpp"
+#include "vit/weights/zip_check.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -14,7 +14,7 @@
 #include "error_of.hpp"
 #include "train/synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
 
 namespace vit {

@@ -1,5 +1,5 @@
 // Shape key: D width, C channels, P old patch side, Q new patch side.
-#include "vit/model/patch_embed_resize.hpp"
+#include "vit/weights/patch_embed_resize.hpp"
 
 #include <string>
 

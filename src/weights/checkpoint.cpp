@@ -1,4 +1,4 @@
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 #include <filesystem>
 
@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
-#include "vit/model/safetensors.hpp"
-#include "vit/model/weights.hpp"
-#include "vit/model/zip_check.hpp"
+#include "vit/weights/safetensors.hpp"
+#include "vit/weights/weights.hpp"
+#include "vit/weights/zip_check.hpp"
 
 namespace vit {
 namespace {
