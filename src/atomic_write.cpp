@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -37,6 +38,12 @@ void sync_folder(const fs::path& folder) {
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
+}
+
+// A name beside `path` that no other call, thread or process uses.
+std::string temporary_beside(const std::string& path) {
+  static std::atomic<uint64_t> calls{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls++);
 }
 
 }  // namespace
@@ -84,7 +91,7 @@ void write_atomically(const std::string& path,
       throw Error(path + ": cannot create folder " + target.parent_path().string() + " (" +
                   ec.message() + ")");
   }
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const std::string temp = temporary_beside(path);
   const auto discard = [&] {
     std::error_code ignored;
     fs::remove(temp, ignored);
@@ -109,6 +116,19 @@ void write_atomically(const std::string& path,
 void write_text_atomically(const std::string& path, const std::string& text) {
   write_atomically(path,
                    [&](const std::string& temp) { write_bytes(temp, text.data(), text.size()); });
+}
+
+void link_atomically(const std::string& link, const std::string& target) {
+  const std::string temp = temporary_beside(link);
+  std::error_code ec;
+  fs::create_directory_symlink(target, temp, ec);
+  if (!ec) fs::rename(temp, link, ec);  // rename(2) replaces the old link in one step
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    throw Error(link + ": cannot point at " + target + " (" + ec.message() + ")");
+  }
+  sync_folder(fs::path(link).parent_path());
 }
 
 }  // namespace vit

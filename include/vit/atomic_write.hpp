@@ -1,15 +1,18 @@
 #pragma once
 // Write-then-rename, so a crash or a full disk never leaves a damaged file
-// where a good one is expected.
+// where a good one is expected. The one place that renames into place: every
+// writer of a file that a user or a later run reads goes through it.
 #include <cstddef>
 #include <functional>
 #include <string>
 
 namespace vit {
 
-// Calls write(temp_path) for a temporary file next to `path`, then renames it
-// over `path`. If write throws or the rename fails, the temporary file is
-// removed, `path` is left as it was, and a vit::Error names the path.
+// Calls write(temp_path) for a temporary file next to `path` (its name unique
+// to the process and the call), flushes it to the disk, renames it over
+// `path` and flushes the folder, creating the folder first if needed. If
+// write throws or the rename fails, the temporary file is removed, `path` is
+// left as it was, and a vit::Error names the path.
 void write_atomically(const std::string& path,
                       const std::function<void(const std::string&)>& write);
 
@@ -36,5 +39,9 @@ void write_bytes(const std::string& path, const void* data, size_t size);
 
 // Writes `text` to `path` atomically.
 void write_text_atomically(const std::string& path, const std::string& text);
+
+// Points the symbolic link `link` at `target` (stored as given) in one step:
+// a new link beside it, renamed over the old one. A vit::Error names the link.
+void link_atomically(const std::string& link, const std::string& target);
 
 }  // namespace vit

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -191,12 +192,7 @@ SourceFingerprint fingerprint_sources(const fs::path& root, const std::vector<fs
 
 void write_image_cache(const fs::path& file, const SourceFingerprint& source,
                        const CachedImages& cached) {
-  std::error_code ec;
-  if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
-  // The pid keeps two processes building the same cache from sharing a temporary.
-  fs::path temporary = file;
-  temporary += ".tmp" + std::to_string(::getpid());
-  try {
+  write_atomically(file.string(), [&](const std::string& temporary) {
     Writer out(temporary);
     out.bytes(kMagic, sizeof kMagic, /*checked=*/false);
     out.value<uint32_t>(kImageCacheVersion);
@@ -212,16 +208,7 @@ void write_image_cache(const fs::path& file, const SourceFingerprint& source,
     out.bytes(&crc, sizeof crc, /*checked=*/false);
     out.bytes(kEndMagic, sizeof kEndMagic, /*checked=*/false);
     out.close();
-  } catch (...) {
-    fs::remove(temporary, ec);
-    throw;
-  }
-  fs::rename(temporary, file, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    throw Error(file.string() + ": cannot move the finished cache into place (" + ec.message() +
-                ")");
-  }
+  });
 }
 
 std::optional<CachedImages> read_image_cache(const fs::path& file, const SourceFingerprint& source,

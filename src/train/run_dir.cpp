@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
@@ -34,15 +35,7 @@ void point_latest_at(const std::string& run_dir, const std::string& runs_root) {
   const fs::path target = fs::absolute(run_dir).lexically_normal();
   const fs::path relative = target.lexically_relative(root);
   const bool inside = !relative.empty() && *relative.begin() != "..";
-  const fs::path link = root / "latest";
-  const fs::path temp = root / (".latest.tmp." + std::to_string(::getpid()));
-  fs::remove(temp, ec);
-  fs::create_directory_symlink(inside ? relative : target, temp, ec);
-  if (!ec) fs::rename(temp, link, ec);  // rename(2) replaces the old link in one step
-  if (ec) {
-    fs::remove(temp, ec);
-    throw Error(link.string() + ": cannot point at " + run_dir + " (" + ec.message() + ")");
-  }
+  link_atomically((root / "latest").string(), (inside ? relative : target).string());
 }
 
 }  // namespace vit

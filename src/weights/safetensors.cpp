@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
@@ -427,49 +428,6 @@ void emit(const Layout& layout, Sink&& sink) {
   }
 }
 
-// The temporary file of an atomic write: removed unless commit() renamed it into place.
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) : target_(target) {
-    static std::atomic<uint64_t> counter{0};
-    path_ = target + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(target_ + ": cannot create a file there (" + os_error() + ")");
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-
-  void write(const uint8_t* p, uint64_t size) {
-    while (size > 0) {
-      const ssize_t n = ::write(fd_, p, std::min<uint64_t>(size, 1u << 30));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw Error(target_ + ": write failed (" + os_error() + ")");
-      p += n;
-      size -= static_cast<uint64_t>(n);
-    }
-  }
-
-  void commit() {
-    if (::fsync(fd_) != 0) throw Error(target_ + ": fsync failed (" + os_error() + ")");
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) throw Error(target_ + ": close failed (" + os_error() + ")");
-    if (std::rename(path_.c_str(), target_.c_str()) != 0) {
-      throw Error(target_ + ": cannot replace it with the finished file (" + os_error() + ")");
-    }
-    committed_ = true;
-  }
-
- private:
-  std::string target_, path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 at::ScalarType safetensors_dtype(const std::string& name) {
@@ -542,9 +500,11 @@ std::vector<uint8_t> serialize_safetensors(const TensorMap& tensors, const Strin
 void write_safetensors(const std::string& path, const TensorMap& tensors,
                        const StringMap& metadata) {
   const Layout layout = plan_layout(tensors, metadata, path);
-  TempFile file(path);
-  emit(layout, [&](const uint8_t* p, uint64_t n) { file.write(p, n); });
-  file.commit();
+  write_atomically(path, [&](const std::string& temp) {
+    CheckedFile file(temp);
+    emit(layout, [&](const uint8_t* p, uint64_t n) { file.write(p, n); });
+    file.close();
+  });
 }
 
 TensorMap to_dtype(const TensorMap& tensors, at::ScalarType dtype) {

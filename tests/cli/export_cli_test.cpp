@@ -13,9 +13,9 @@
 
 #include "error_of.hpp"
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
-#include "vit/model/safetensors.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/safetensors.hpp"
+#include "vit/weights/weights.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
 
@@ -192,7 +192,7 @@ TEST_F(Export, BadPathsFailClearlyAndLeaveNothingBehind) {
   fs::create_directories(path("folder.safetensors"));
   EXPECT_EQ(error_of({"--checkpoint", pt, "--out", path("folder.safetensors")}),
             path("folder.safetensors") + ": --out is a folder, expected a file name");
-  const std::string unwritable = path("no/such/folder/m.safetensors");
+  const std::string unwritable = pt + "/m.safetensors";  // a file where a folder should be
   EXPECT_EQ(error_of({"--checkpoint", pt, "--out", unwritable}).rfind(unwritable + ": ", 0), 0u);
   EXPECT_FALSE(fs::exists(path("model.bin")));
   EXPECT_FALSE(fs::exists(path("m.safetensors")));
