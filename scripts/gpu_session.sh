@@ -29,7 +29,7 @@
 #             on the tests' shapes with and without the graph; compute-sanitizer
 #   test      every Cuda and Device test, each in a process of its own (as
 #             ctest runs them), with its exit status
-#   bench     scripts/bench_gpu.sh (ROWS, RUNS), with and without the graph
+#   bench     scripts/bench/gpu.sh (ROWS, RUNS), with and without the graph
 #   config    configs/fashion-mnist-gpu.json, timed, its curve and summary
 # The device tool brings back at most 8 files from $OUT: the binaries' parts
 # and one $OUT/logs.tar.xz of every log and result ($LOGS), made at the end.
@@ -172,13 +172,13 @@ bench() {
   nvidia-smi | tee "$LOGS/nvidia-smi.txt"
   # shellcheck disable=SC2086
   DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${RUNS:-3} WORK=/tmp/vit-bench-gpu \
-    scripts/bench_gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench.log"
+    scripts/bench/gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench.log"
   local status=$?
   cp /tmp/vit-bench-gpu/results.jsonl "$LOGS/bench-results.jsonl"
   # The same rows with the step launched op by op: what the graph is worth.
   # shellcheck disable=SC2086
   DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${RUNS:-3} WORK=/tmp/vit-bench-gpu-eager \
-    CONTENDERS=vit VIT_SET="train.cuda_graph=false" scripts/bench_gpu.sh ${ROWS:-} 2>&1 |
+    CONTENDERS=vit VIT_SET="train.cuda_graph=false" scripts/bench/gpu.sh ${ROWS:-} 2>&1 |
     tee "$LOGS/bench-eager.log"
   return $((status + $?))
 }

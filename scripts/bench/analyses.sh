@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Times the analyses of issue 18 on a finished run, for docs/benchmarks.md:
+# Times the analyses on a finished run, for docs/benchmarks.md:
 # each analysis on 128 validation images (rollout, attention distance, the three
 # saliency methods), the image-free ones (filters, pos-embed, one image's
 # attention), and `vit report` of the whole run. Wall time of the whole
 # command, LibTorch start-up and the checkpoint load included.
-# Usage: scripts/bench_analyses.sh RUN_DIR
+# Usage: scripts/bench/analyses.sh RUN_DIR
 # Env:   VIT=build/vit  THREADS=2  SAMPLES=128  OUT=/tmp/vit-bench-analyses
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -eq 1 ] || { echo "usage: scripts/bench_analyses.sh RUN_DIR" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+[ $# -eq 1 ] || { echo "usage: scripts/bench/analyses.sh RUN_DIR" >&2; exit 2; }
 run=$1
 VIT=${VIT:-build/vit}
 THREADS=${THREADS:-2}

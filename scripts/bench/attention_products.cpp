@@ -2,7 +2,7 @@
 // at::mm_out per matrix inside at::parallel_for (kernels/batched_matmul's way),
 // for five products of an attention's forward and backward (their four
 // operand layouts; Q K^T and dO V^T share one), fp32 and bf16, at the
-// issue-14 job's shapes (3 heads of 65 x 64, batch 16 and 128). Prints the
+// CPU benchmark job's shapes (3 heads of 65 x 64, batch 16 and 128). Prints the
 // mean ms of 100 calls of each. Not part of the build:
 //   g++ -O2 -std=c++17 -fopenmp scripts/bench/attention_products.cpp \
 //     -I/usr/include/torch/csrc/api/include -ltorch -ltorch_cpu -lc10 -o /tmp/attention_products

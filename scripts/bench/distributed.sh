@@ -7,9 +7,9 @@
 # The job: configs/fashion-mnist-long.json (depth 6, global batch 64, bf16; the
 # demo's model until 2026-11-25, when the tables in docs/benchmarks.md were taken)
 # for EPOCHS epoch(s) on LIMIT training images.
-# Usage: scripts/bench_distributed.sh     Env: VIT=build/vit RUNS=3 LIMIT=12000 EPOCHS=1
+# Usage: scripts/bench/distributed.sh     Env: VIT=build/vit RUNS=3 LIMIT=12000 EPOCHS=1
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VIT=${VIT:-build/vit}
 RUNS=${RUNS:-3}
 LIMIT=${LIMIT:-12000}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does pre-training help? (issue 17). The depth-6 model of configs/fashion-mnist-long.json
+# Does pre-training help? The depth-6 model of configs/fashion-mnist-long.json
 # (the demo's model until 2026-11-25, when the tables in docs/benchmarks.md were taken)
 #   1. pre-trained on printed digits (scripts/bench/make_font_digits.py; MNIST
 #      itself is not installed on our machines),
@@ -8,9 +8,9 @@
 #   3. the same at 56 px: the 4x4 grid of 7 px patches becomes 8x8, and
 #      --init resizes the position embedding bicubically.
 # Prints test accuracy (the full 10,000-image test set) and training time.
-#   scripts/bench_finetune.sh   (env: PRETRAIN_EPOCHS=3 EPOCHS=40 SEEDS="0 1" SIZES="28 56" THREADS=1 OUT=runs/bench-finetune)
+#   scripts/bench/finetune.sh   (env: PRETRAIN_EPOCHS=3 EPOCHS=40 SEEDS="0 1" SIZES="28 56" THREADS=1 OUT=runs/bench-finetune)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 vit=${VIT:-./build/vit}
 out=${OUT:-runs/bench-finetune}
 pretrain_epochs=${PRETRAIN_EPOCHS:-3}

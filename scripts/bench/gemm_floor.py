@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The matrix-product floor of scripts/bench_vs_pytorch.sh's job: how fast one
+"""The matrix-product floor of scripts/bench/vs_pytorch.sh's job: how fast one
 epoch could train if a step did nothing but its matrix products.
 
 It runs, for every training step of the epoch, exactly the matrix products

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vit against timm on one GPU (issue 15): the same model, data and recipe,
+# vit against timm on one GPU: the same model, data and recipe,
 # each contender its own process, interleaved, median of RUNS.
 #
 # The job: Fashion-MNIST on the GPU, bf16, AdamW (weight decay on weights),
@@ -22,14 +22,14 @@
 # images/s over the GPU's dense bf16 peak) and vit's ratio to each. Raw
 # results go to $WORK/results.jsonl. A benchmark, never a timed test.
 #
-# Usage: scripts/bench_gpu.sh [ROW...]   (default: demo/64 demo/512 p4d384/512)
+# Usage: scripts/bench/gpu.sh [ROW...]   (default: demo/64 demo/512 p4d384/512)
 # Env:   VIT=build-pip/vit  PYTHON=python3 (a Python with torch and timm)
 #        DATA=/usr/share/datasets/fashion-mnist  RUNS=3  WARMUP=30  STEPS=210
 #        CONTENDERS="vit timm timm-compile"  DEVICE=cuda  WORK=/tmp/vit-bench-gpu
 #        PEAK_TFLOPS (default: 989 for an H100 SXM or H200, 756 for an H100 PCIe)
 #        VIT_SET="key=value ..."  extra --set overrides for vit (train.cuda_graph=false, say)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VIT=${VIT:-build-pip/vit}
 PYTHON=${PYTHON:-python3}
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Benchmarks of the data pipeline (issue 3), printing the numbers that go into
+# Benchmarks of the data pipeline, printing the numbers that go into
 # docs/benchmarks.md:
 #   1. the in-memory batch pipeline (index, augment, normalise) on CIFAR-sized
 #      images: `vit data --bench N` on a synthetic CIFAR-10 binary set;
 #   2. Tiny-ImageNet load time, cold (decode + write the cache) and cached, on
 #      a synthetic tree of the real size (200 classes x 500 train JPEGs of
 #      64 x 64, 10,000 val JPEGs), generated once under $WORK.
-# Usage: scripts/bench_pipeline.sh [--pipeline-only | --tiny-only]
+# Usage: scripts/bench/pipeline.sh [--pipeline-only | --tiny-only]
 # Env:   VIT=build/vit  WORK=/tmp/vit-bench  BATCHES=400  THREADS="1 2"
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VIT=${VIT:-build/vit}
 WORK=${WORK:-/tmp/vit-bench}
 BATCHES=${BATCHES:-400}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch reference for scripts/bench_vs_pytorch.sh: the same training job
+"""The PyTorch reference for scripts/bench/vs_pytorch.sh: the same training job
 as `vit train` on the same CIFAR-10 binary files, driven from Python.
 
 One epoch of a ViT (timm layout, pre-norm, class token) with AdamW (weight
@@ -164,7 +164,7 @@ def train_step(model, step_model, optimizer, images, labels, lr, autocast):
 
 def add_job_arguments(p):
     """The job's precision, batch, threads, training-set size and model shape
-    (the defaults are scripts/bench_vs_pytorch.sh's job); gemm_floor.py
+    (the defaults are scripts/bench/vs_pytorch.sh's job); gemm_floor.py
     shares them."""
     p.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
     p.add_argument("--batch", type=int, default=128)

@@ -1,4 +1,4 @@
-"""fp32 products of the issue-14 job: ATen's torch.mm against oneDNN's sgemm.
+"""fp32 products of the CPU benchmark job: ATen's torch.mm against oneDNN's sgemm.
 
 On Debian's LibTorch 1.13 torch.mm runs OpenBLAS; libdnnl.so.2 is the oneDNN
 that LibTorch links, called here through ctypes on the same tensors. For each

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The timm reference for scripts/bench_gpu.sh: the same training job as
+"""The timm reference for scripts/bench/gpu.sh: the same training job as
 `vit train` on Fashion-MNIST, on the same GPU, written the way a careful
 PyTorch user would write it.
 

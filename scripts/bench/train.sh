@@ -2,9 +2,9 @@
 # Training throughput of `vit train` on the real Fashion-MNIST: images per
 # second (training steps only, from metrics.jsonl) and peak memory, for each
 # precision and thread count. Run it on a quiet machine.
-#   scripts/bench_train.sh [CONFIG] [IMAGES]
+#   scripts/bench/train.sh [CONFIG] [IMAGES]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 config=${1:-configs/fashion-mnist.json}
 images=${2:-12800}
 vit=./build/vit

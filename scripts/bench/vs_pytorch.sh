@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # vit against PyTorch on the same training job, interleaved, median of N runs.
 #
-# The job (issue 14): a ViT of 6 blocks x 192 wide, 3 heads, MLP 768, patch 4,
+# The job: a ViT of 6 blocks x 192 wide, 3 heads, MLP 768, patch 4,
 # on 32-pixel CIFAR-10 records (4,160 train, 500 val), AdamW, label smoothing
 # 0.1, grad clip 1.0, reflect crop 4 + flip, one epoch. The records are
 # synthetic (the speed does not depend on their content), written once in the
@@ -22,7 +22,7 @@
 # It prints the median train images/s, whole-process wall seconds and peak RSS
 # of each, and the first contender's ratio to each.
 #
-# Usage: scripts/bench_vs_pytorch.sh [SETTING...]   SETTING = precision/batch,
+# Usage: scripts/bench/vs_pytorch.sh [SETTING...]   SETTING = precision/batch,
 #        default: bf16/128 fp32/128 fp32/16
 # Env:   VIT RUNS=3 THREADS=$(nproc) WORK=/tmp/vit-bench-vs-pytorch
 #        CONTENDERS="vit loop timm timm-compile"
@@ -32,7 +32,7 @@
 # Set up with scripts/setup.sh --bench (timm in the pip line's environment,
 # Debian's python3-torch).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VIT=${VIT:-build/vit}
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-$(nproc)}

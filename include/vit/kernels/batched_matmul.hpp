@@ -7,7 +7,7 @@
 // a backward of the same kind. LibTorch 1.13's fp32 bmm threads each small
 // (65 x 64) product on its own and copies transposed operands, which every
 // attention backward has (Q K^T forward, dS^T Q and dO V^T backward).
-// Measured per call on the issue-14 job's shapes (384 heads' 65 x 64
+// Measured per call on the CPU benchmark job's shapes (384 heads' 65 x 64
 // matrices, 2 threads, AMD EPYC, LibTorch 1.13; scripts/bench/
 // attention_products.cpp, two runs): Q K^T 2.2 ms against bmm's 3.9-5.6,
 // dO V^T 2.0-2.2 against 3.8-8.0, the others 1.4-1.7 against 2.3-2.7.

@@ -11,7 +11,7 @@
 // permute's and reshape's backward copies that into the projection's layout.
 // Here the backward is one pass, and the contiguous heads fold into the
 // (B*H, N, Dh) batches of kernels/batched_matmul without a copy. Measured by
-// LibTorch's profiler on the issue-14 job (bf16, batch 128, 2 threads, AMD
+// LibTorch's profiler on the CPU benchmark job (bf16, batch 128, 2 threads, AMD
 // EPYC, LibTorch 1.13): the stack and the copy cost 4-5 ms each per training
 // step, this backward 7.9 ms; the forward's copies 2.6 ms against matmul's
 // 4.6. Other devices get the strided views (not measured there).
