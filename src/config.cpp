@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -15,93 +16,172 @@ namespace {
 
 using nlohmann::json;
 
-// The single list of config fields: (dotted path, member). Reading, writing,
-// overrides and the unknown-key check all walk this list, so a new field is
-// one line here.
+// The names of each enum setting, in the order the errors list them.
+template <typename E>
+struct EnumNames;
+template <>
+struct EnumNames<Pool> {
+  static constexpr std::pair<Pool, const char*> table[] = {{Pool::kCls, "cls"},
+                                                           {Pool::kMean, "mean"}};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::pair<Precision, const char*> table[] = {{Precision::kAuto, "auto"},
+                                                                {Precision::kFp32, "fp32"},
+                                                                {Precision::kBf16, "bf16"},
+                                                                {Precision::kFp16, "fp16"}};
+};
+
+template <typename E>
+const char* enum_name(E value) {
+  for (const auto& [v, name] : EnumNames<E>::table)
+    if (v == value) return name;
+  return "?";
+}
+
+template <typename E>
+std::string enum_choices() {
+  std::string out;
+  for (const auto& [v, name] : EnumNames<E>::table)
+    out += (out.empty() ? "" : " | ") + std::string(name);
+  return out;
+}
+
+// The value `name` stands for; the same error that validate() gives a bad
+// choice of a string setting.
+template <typename E>
+E enum_named(const std::string& name, const std::string& key) {
+  for (const auto& [v, n] : EnumNames<E>::table)
+    if (name == n) return v;
+  throw Error("invalid config: " + key + " is '" + name + "', expected " + enum_choices<E>());
+}
+
+// A setting as JSON: enums by their names.
+template <typename T>
+json json_of(const T& value) {
+  if constexpr (std::is_enum_v<T>)
+    return enum_name(value);
+  else
+    return value;
+}
+
+// The single list of config fields: (dotted path, member, meaning). Reading,
+// writing, overrides, the unknown-key check and the reference (vit config
+// --reference, docs/config.md) all walk this list, so a new field is one
+// entry here.
 template <class C, class F>
 void for_each_field(C& c, F&& f) {
-  f("name", c.name);
-  f("seed", c.seed);
-  f("device", c.device);
-  f("threads", c.threads);
+  f("name", c.name, "run name; run folders are runs/NAME-TIMESTAMP");
+  f("seed", c.seed, "random seed of the weights, the split, the batch order and the augmentation");
+  f("device", c.device,
+    "auto | cpu | cuda | cuda:N (auto: GPU 0 when LibTorch sees one, else the CPU)");
+  f("threads", c.threads, "LibTorch's CPU threads, 0..1024; 0 = all cores");
 
   auto& m = c.model;
-  f("model.image_size", m.image_size);
-  f("model.patch_size", m.patch_size);
-  f("model.channels", m.channels);
-  f("model.num_classes", m.num_classes);
-  f("model.dim", m.dim);
-  f("model.depth", m.depth);
-  f("model.heads", m.heads);
-  f("model.dim_head", m.dim_head);
-  f("model.mlp_dim", m.mlp_dim);
-  f("model.pool", m.pool);
-  f("model.qkv_bias", m.qkv_bias);
-  f("model.dropout", m.dropout);
-  f("model.emb_dropout", m.emb_dropout);
-  f("model.attn_dropout", m.attn_dropout);
-  f("model.layer_norm_eps", m.layer_norm_eps);
+  f("model.image_size", m.image_size, "input side in pixels, square, 1..16384");
+  f("model.patch_size", m.patch_size,
+    "patch side in pixels; divides image_size; at most 65536 patches");
+  f("model.channels", m.channels, "1 (gray) or 3 (RGB)");
+  f("model.num_classes", m.num_classes, "outputs of the classifier head, 2..1,000,000");
+  f("model.dim", m.dim, "token width D, 1..65536");
+  f("model.depth", m.depth, "transformer blocks L, 1..1024");
+  f("model.heads", m.heads, "attention heads H, 1..dim");
+  f("model.dim_head", m.dim_head, "width of each head; 0 = dim / heads");
+  f("model.mlp_dim", m.mlp_dim, "hidden width of each block's MLP");
+  f("model.pool", m.pool,
+    "what the head reads: the class token (cls) or the mean of the patch tokens (mean)");
+  f("model.qkv_bias", m.qkv_bias, "bias on the fused q/k/v projection (timm: true)");
+  f("model.dropout", m.dropout, "dropout after the attention projection and in the MLP, [0, 1)");
+  f("model.emb_dropout", m.emb_dropout, "dropout after adding the position embedding, [0, 1)");
+  f("model.attn_dropout", m.attn_dropout, "dropout on the attention probabilities, [0, 1)");
+  f("model.layer_norm_eps", m.layer_norm_eps, "LayerNorm's epsilon (timm's ViT: 1e-6), > 0");
 
   auto& d = c.data;
-  f("data.dataset", d.dataset);
-  f("data.root", d.root);
-  f("data.val_size", d.val_size);
-  f("data.mean", d.mean);
-  f("data.std", d.std);
-  f("data.augment.crop_padding", d.augment.crop_padding);
-  f("data.augment.padding_mode", d.augment.padding_mode);
-  f("data.augment.hflip", d.augment.hflip);
-  f("data.augment.randaugment_ops", d.augment.randaugment_ops);
-  f("data.augment.randaugment_magnitude", d.augment.randaugment_magnitude);
-  f("data.augment.mixup_alpha", d.augment.mixup_alpha);
-  f("data.augment.cutmix_alpha", d.augment.cutmix_alpha);
-  f("data.augment.mix_prob", d.augment.mix_prob);
-  f("data.limit_train", d.limit_train);
-  f("data.limit_test", d.limit_test);
-  f("data.skip_corrupt", d.skip_corrupt);
-  f("data.cache_dir", d.cache_dir);
+  f("data.dataset", d.dataset,
+    "cifar10 | cifar100 | mnist | fashion-mnist | tiny-imagenet | image-folder");
+  f("data.root", d.root, "folder holding the dataset's files");
+  f("data.val_size", d.val_size, "training images held out for validation (stratified)");
+  f("data.mean", d.mean, "per-channel mean of [0,1] pixels for normalisation; default per dataset");
+  f("data.std", d.std, "per-channel standard deviation, > 0; default per dataset");
+  f("data.augment.crop_padding", d.augment.crop_padding,
+    "pixels padded before a random crop, below image_size; 0 = off");
+  f("data.augment.padding_mode", d.augment.padding_mode, "zeros | reflect");
+  f("data.augment.hflip", d.augment.hflip,
+    "random horizontal flip; default per dataset (off for MNIST)");
+  f("data.augment.randaugment_ops", d.augment.randaugment_ops,
+    "RandAugment-style operations per image; 0 = off");
+  f("data.augment.randaugment_magnitude", d.augment.randaugment_magnitude,
+    "RandAugment's magnitude, 0..30");
+  f("data.augment.mixup_alpha", d.augment.mixup_alpha, "Beta(a, a) for mixup; 0 = off");
+  f("data.augment.cutmix_alpha", d.augment.cutmix_alpha, "Beta(a, a) for CutMix; 0 = off");
+  f("data.augment.mix_prob", d.augment.mix_prob,
+    "probability that a batch is mixed at all, [0, 1]");
+  f("data.limit_train", d.limit_train, "keep N training images (seeded, stratified); 0 = all");
+  f("data.limit_test", d.limit_test, "keep N test images (seeded, stratified); 0 = all");
+  f("data.skip_corrupt", d.skip_corrupt,
+    "skip unreadable images with a warning instead of failing");
+  f("data.cache_dir", d.cache_dir,
+    "where decoded-image caches go when root is read-only; empty = ~/.cache/vit");
 
   auto& t = c.train;
-  f("train.batch_size", t.batch_size);
-  f("train.eval_batch_size", t.eval_batch_size);
-  f("train.epochs", t.epochs);
-  f("train.optimizer", t.optimizer);
-  f("train.lr", t.lr);
-  f("train.min_lr", t.min_lr);
-  f("train.momentum", t.momentum);
-  f("train.betas", t.betas);
-  f("train.weight_decay", t.weight_decay);
-  f("train.warmup_epochs", t.warmup_epochs);
-  f("train.label_smoothing", t.label_smoothing);
-  f("train.grad_clip", t.grad_clip);
-  f("train.early_stop_patience", t.early_stop_patience);
-  f("train.early_stop_min_delta", t.early_stop_min_delta);
-  f("train.validate_every", t.validate_every);
-  f("train.precision", t.precision);
-  f("train.log_every_s", t.log_every_s);
-  f("train.cuda_graph", t.cuda_graph);
-  f("train.init", t.init);
-  f("train.init_strict", t.init_strict);
-  f("train.init_new_head", t.init_new_head);
-  f("train.freeze", t.freeze);
-  f("train.layer_decay", t.layer_decay);
-  f("train.head_lr_scale", t.head_lr_scale);
-  f("train.dist_backend", t.dist_backend);
-  f("train.dist_timeout_s", t.dist_timeout_s);
-  f("train.dist_bucket_mb", t.dist_bucket_mb);
+  f("train.batch_size", t.batch_size, "images per step (the global batch under torchrun)");
+  f("train.eval_batch_size", t.eval_batch_size,
+    "images per validation or test batch; 0 = 2 x batch_size");
+  f("train.epochs", t.epochs, "most epochs to train");
+  f("train.optimizer", t.optimizer, "adamw | sgd (with momentum)");
+  f("train.lr", t.lr, "peak learning rate, after the warmup, > 0");
+  f("train.min_lr", t.min_lr, "floor of the cosine decay, 0..lr");
+  f("train.momentum", t.momentum, "SGD's momentum, [0, 1)");
+  f("train.betas", t.betas, "AdamW's two betas, each in [0, 1)");
+  f("train.weight_decay", t.weight_decay,
+    "decoupled weight decay, on weight matrices only (not biases, norms, class token, position "
+    "embedding)");
+  f("train.warmup_epochs", t.warmup_epochs, "linear warmup, in epochs (fractions allowed)");
+  f("train.label_smoothing", t.label_smoothing, "label smoothing of the cross-entropy, [0, 1)");
+  f("train.grad_clip", t.grad_clip, "largest global gradient norm; 0 = off");
+  f("train.early_stop_patience", t.early_stop_patience,
+    "validations without improvement before stopping; 0 = never stop early");
+  f("train.early_stop_min_delta", t.early_stop_min_delta,
+    "improvement of the validation accuracy (a fraction) that counts");
+  f("train.validate_every", t.validate_every, "steps between validations; 0 = once per epoch");
+  f("train.precision", t.precision,
+    "autocast precision; auto picks bf16 where the CPU or GPU computes it, fp16 on GPUs "
+    "before compute capability 8.0, fp32 elsewhere; fp16 needs CUDA");
+  f("train.log_every_s", t.log_every_s,
+    "seconds between plain progress lines when the output is not a terminal");
+  f("train.cuda_graph", t.cuda_graph,
+    "on CUDA, replay the training step from a CUDA graph (not under torchrun or --profile)");
+  f("train.init", t.init,
+    "weights to start from: a vit .pt or a timm .safetensors; empty = none (vit train --init)");
+  f("train.init_strict", t.init_strict,
+    "every model tensor from the file, and every file tensor used");
+  f("train.init_new_head", t.init_new_head,
+    "a zero head even when num_classes matches (a new task)");
+  f("train.freeze", t.freeze, "none | backbone | N (the embeddings and the first N blocks)");
+  f("train.layer_decay", t.layer_decay,
+    "layer-wise learning-rate decay, lr x decay^(depth + 1 - layer), (0, 1]; 1 = off");
+  f("train.head_lr_scale", t.head_lr_scale, "the head's learning rate is lr x this, > 0");
+  f("train.dist_backend", t.dist_backend,
+    "under torchrun: auto (nccl on CUDA, gloo on the CPU) | gloo | nccl");
+  f("train.dist_timeout_s", t.dist_timeout_s,
+    "a collective that waits longer fails (a rank died), seconds, > 0");
+  f("train.dist_bucket_mb", t.dist_bucket_mb, "gradient all-reduce bucket in MiB, > 0");
 
   auto& a = c.analysis;
-  f("analysis.head_fusion", a.head_fusion);
-  f("analysis.discard_ratio", a.discard_ratio);
-  f("analysis.rollout_samples", a.rollout_samples);
-  f("analysis.distance_samples", a.distance_samples);
-  f("analysis.renormalize", a.renormalize);
+  f("analysis.head_fusion", a.head_fusion, "rollout: how heads combine, mean | max | min");
+  f("analysis.discard_ratio", a.discard_ratio,
+    "rollout: fraction of the weakest patch links dropped per layer, [0, 1)");
+  f("analysis.rollout_samples", a.rollout_samples,
+    "rollout: validation images drawn when no --images are given");
+  f("analysis.distance_samples", a.distance_samples, "attention distance: images averaged");
+  f("analysis.renormalize", a.renormalize,
+    "attention distance: renormalise each row after dropping the class token");
 }
 
 std::vector<std::string> known_paths() {
   std::vector<std::string> paths;
   Config c;
-  for_each_field(c, [&](const char* path, auto&) { paths.emplace_back(path); });
+  for_each_field(c, [&](const char* path, auto&, const char*) { paths.emplace_back(path); });
   return paths;
 }
 
@@ -187,6 +267,11 @@ std::string where_text(const std::string& path, const json& v) {
 void read_value(const std::string& path, const json& v, std::string& out) {
   if (!v.is_string()) throw Error(where_text(path, v) + ", expected a string");
   out = v.get<std::string>();
+}
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+void read_value(const std::string& path, const json& v, E& out) {
+  if (!v.is_string()) throw Error(where_text(path, v) + ", expected a string");
+  out = enum_named<E>(v.get<std::string>(), path);
 }
 void read_value(const std::string& path, const json& v, bool& out) {
   if (!v.is_boolean()) throw Error(where_text(path, v) + ", expected true or false");
@@ -316,7 +401,6 @@ void validate_model(const ModelConfig& m) {
                                           std::to_string(m.inner_dim()) + ", expected at most " +
                                           std::to_string(kMaxWidth));
   require_range("model.mlp_dim", m.mlp_dim, 1, kMaxWidth);
-  require_choice("model.pool", m.pool, {"cls", "mean"});
   require_fraction("model.dropout", m.dropout, false);
   require_fraction("model.emb_dropout", m.emb_dropout, false);
   require_fraction("model.attn_dropout", m.attn_dropout, false);
@@ -391,7 +475,6 @@ void validate_train(const TrainConfig& t) {
                                            ", expected >= 0");
   require(t.validate_every >= 0, "train.validate_every is " + std::to_string(t.validate_every) +
                                      ", expected >= 0 (0 = every epoch)");
-  require_choice("train.precision", t.precision, {"auto", "fp32", "bf16", "fp16"});
   require(t.log_every_s > 0,
           "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
   require(t.layer_decay > 0 && t.layer_decay <= 1,
@@ -443,7 +526,9 @@ void Config::validate() const {
 
 json config_to_json(const Config& c) {
   json j = json::object();
-  for_each_field(c, [&](const char* path, const auto& value) { j[pointer_of(path)] = value; });
+  for_each_field(c, [&](const char* path, const auto& value, const char*) {
+    j[pointer_of(path)] = json_of(value);
+  });
   return j;
 }
 
@@ -454,7 +539,7 @@ std::string config_to_json_string(const Config& c) {
 Config config_from_json(const json& j) {
   check_all_keys(j);
   Config c;
-  for_each_field(c, [&](const char* path, auto& value) {
+  for_each_field(c, [&](const char* path, auto& value, const char*) {
     const auto pointer = pointer_of(path);
     if (j.contains(pointer)) read_value(path, j.at(pointer), value);
   });
@@ -474,12 +559,14 @@ void apply_override(Config& c, const std::string& assignment) {
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   bool found = false;
-  for_each_field(c, [&](const char* path, auto& value) {
+  for_each_field(c, [&](const char* path, auto& value, const char*) {
     if (key != path) return;
     found = true;
     using T = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<T, std::string>) {
       value = text;
+    } else if constexpr (std::is_enum_v<T>) {
+      value = enum_named<T>(text, key);
     } else {
       const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (parsed.is_discarded())
@@ -545,6 +632,92 @@ std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
 
 bool dataset_hflip_default(const std::string& dataset) {
   return dataset != "mnist";
+}
+
+namespace {
+
+template <typename T>
+std::string type_of_value() {
+  if constexpr (std::is_enum_v<T>) return "string: " + enum_choices<T>();
+  if constexpr (std::is_same_v<T, std::string>) return "string";
+  if constexpr (std::is_same_v<T, bool>) return "true/false";
+  if constexpr (std::is_same_v<T, int64_t>) return "integer";
+  if constexpr (std::is_same_v<T, uint64_t>) return "integer >= 0";
+  if constexpr (std::is_same_v<T, double>) return "number";
+  if constexpr (std::is_same_v<T, std::vector<double>>) return "list of numbers";
+  return "";
+}
+
+// A table cell: Markdown takes a bare '|' as the cell's end.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+std::string section_of(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
+}  // namespace
+
+std::vector<ConfigKey> config_keys() {
+  std::vector<ConfigKey> keys;
+  const Config defaults;
+  for_each_field(defaults, [&](const char* path, const auto& value, const char* meaning) {
+    using T = std::decay_t<decltype(value)>;
+    keys.push_back({path, type_of_value<T>(), json_of(value).dump(), meaning});
+  });
+  return keys;
+}
+
+std::string config_reference_markdown() {
+  std::string out =
+      "# Config reference\n\n"
+      "Every key of a vit config, with its type, default and meaning. All keys are optional;\n"
+      "a config file gives the ones it changes, and `--set KEY=VALUE` overrides any of them\n"
+      "by its dotted path. Reading is strict: an unknown key, a value of the wrong type or an\n"
+      "impossible value is an error that names the key.\n\n"
+      "`vit config --defaults` prints the whole default config as JSON. This page is what\n"
+      "`vit config --reference` prints, from the field list in `src/config.cpp`; a test fails\n"
+      "when the two disagree. `data.mean`, `data.std` and `data.augment.hflip` default per\n"
+      "dataset; the defaults shown are CIFAR-10's.\n";
+  std::string section = "-";
+  for (const auto& key : config_keys()) {
+    const std::string here = section_of(key.path);
+    if (here != section) {
+      section = here;
+      out += "\n## " + (section.empty() ? std::string("top level") : "`" + section + "`") +
+             "\n\n| key | type | default | meaning |\n|---|---|---|---|\n";
+    }
+    out += "| `" + key.path + "` | " + cell(key.type) + " | `" + cell(key.default_json) + "` | " +
+           cell(key.meaning) + " |\n";
+  }
+  return out;
+}
+
+const char* name_of(Pool pool) {
+  return enum_name(pool);
+}
+
+const char* name_of(Precision precision) {
+  return enum_name(precision);
+}
+
+std::ostream& operator<<(std::ostream& out, Pool pool) {
+  return out << name_of(pool);
+}
+
+std::ostream& operator<<(std::ostream& out, Precision precision) {
+  return out << name_of(precision);
+}
+
+Precision precision_named(const std::string& name, const std::string& key) {
+  return enum_named<Precision>(name, key);
 }
 
 }  // namespace vit

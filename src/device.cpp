@@ -34,6 +34,14 @@ c10::Device resolve_device(const std::string& spec) {
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+std::string device_spec(const std::string& flag, const std::string& configured) {
+  return is_auto_device(flag) ? configured : flag;
+}
+
+bool is_auto_device(const std::string& spec) {
+  return spec == "auto";
+}
+
 int set_threads(int64_t requested) {
   if (requested < 0)
     throw Error("--threads " + std::to_string(requested) + ": expected >= 0 (0 = all cores)");

@@ -31,7 +31,7 @@ TEST(Config, DefaultsMatchTheDesignDocument) {
   EXPECT_EQ(c.model.head_dim(), 32);
   EXPECT_EQ(c.train.batch_size, 128);
   EXPECT_DOUBLE_EQ(c.train.lr, 1e-3);
-  EXPECT_EQ(c.train.precision, "auto");
+  EXPECT_EQ(c.train.precision, Precision::kAuto);
   EXPECT_TRUE(c.train.cuda_graph);
   EXPECT_NO_THROW(c.validate());
 }
@@ -44,7 +44,7 @@ TEST(Config, RoundTripsThroughJson) {
   EXPECT_EQ(config_to_json_string(back), text);
   EXPECT_EQ(back.model.depth, 3);
   EXPECT_EQ(back.model.inner_dim(), 8 * 64);
-  EXPECT_EQ(back.model.pool, "mean");
+  EXPECT_EQ(back.model.pool, Pool::kMean);
   EXPECT_DOUBLE_EQ(back.train.betas[1], 0.95);
   EXPECT_EQ(back.seed, 42u);
 }
@@ -121,7 +121,6 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"model.dim_head=65536", "model.heads * model.dim_head is 524288, expected at most 65536"},
       {"model.mlp_dim=0", "model.mlp_dim is 0, expected 1..65536"},
       {"model.mlp_dim=65537", "model.mlp_dim is 65537, expected 1..65536"},
-      {"model.pool=max", "model.pool is 'max', expected cls | mean"},
       {"model.dropout=1.0", "model.dropout is 1.000000, expected a value in [0, 1)"},
       {"model.emb_dropout=-0.1", "model.emb_dropout is -0.100000, expected a value in [0, 1)"},
       {"model.attn_dropout=1", "model.attn_dropout is 1.000000, expected a value in [0, 1)"},
@@ -172,7 +171,6 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"train.early_stop_patience=-1", "train.early_stop_patience is -1, expected >= 0 (0 = off)"},
       {"train.early_stop_min_delta=-0.1", "train.early_stop_min_delta is -0.100000, expected >= 0"},
       {"train.validate_every=-1", "train.validate_every is -1, expected >= 0 (0 = every epoch)"},
-      {"train.precision=fp8", "train.precision is 'fp8', expected auto | fp32 | bf16 | fp16"},
       {"train.log_every_s=0", "train.log_every_s is 0.000000, expected > 0"},
       {"train.layer_decay=0", "train.layer_decay is 0.000000, expected (0, 1] (1 = off)"},
       {"train.layer_decay=1.5", "train.layer_decay is 1.500000, expected (0, 1] (1 = off)"},
@@ -205,6 +203,26 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
     apply_override(c, assignment);
     EXPECT_EQ(error_of([&] { c.validate(); }), "invalid config: " + message) << assignment;
   }
+}
+
+// Settings with a fixed set of names are parsed as they are read, with the
+// message validate() gives the other choices.
+TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
+  Config c;
+  EXPECT_EQ(error_of([&] { apply_override(c, "model.pool=max"); }),
+            "invalid config: model.pool is 'max', expected cls | mean");
+  EXPECT_EQ(error_of([&] { apply_override(c, "train.precision=fp8"); }),
+            "invalid config: train.precision is 'fp8', expected auto | fp32 | bf16 | fp16");
+  EXPECT_EQ(error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
+            "test.json: invalid config: model.pool is 'CLS', expected cls | mean");
+  EXPECT_EQ(error_of([] { from(R"({"train": {"precision": 16}})"); }),
+            "test.json: config key 'train.precision': got number 16, expected a string");
+  apply_override(c, "train.precision=bf16");
+  apply_override(c, "model.pool=mean");
+  EXPECT_EQ(c.train.precision, Precision::kBf16);
+  EXPECT_EQ(c.model.pool, Pool::kMean);
+  EXPECT_EQ(config_to_json(c)["train"]["precision"], "bf16");
+  EXPECT_EQ(config_to_json(c)["model"]["pool"], "mean");
 }
 
 TEST(Config, FineTuningKnobsAcceptTheirValues) {

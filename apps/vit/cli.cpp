@@ -6,6 +6,7 @@
 
 #include "cmd_attention.hpp"
 #include "cmd_attn_distance.hpp"
+#include "cmd_config.hpp"
 #include "cmd_data.hpp"
 #include "cmd_eval.hpp"
 #include "cmd_export.hpp"
@@ -57,11 +58,12 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
       ->capture_default_str();
 }
 
-std::string chosen_precision(const std::string& option, const Config& config, c10::Device device) {
-  if (option == "auto") return evaluation_precision(config.train.precision, device);
-  if (option == "fp16" && !device.is_cuda())
+Precision chosen_precision(const std::string& option, const Config& config, c10::Device device) {
+  const Precision asked = precision_named(option, "--precision");
+  if (asked == Precision::kAuto) return evaluation_precision(config.train.precision, device);
+  if (asked == Precision::kFp16 && !device.is_cuda())
     throw Error("--precision fp16 needs a CUDA device (on CPU use bf16)");
-  return option;
+  return asked;
 }
 
 void apply_common_options(const CommonOptions& options, const Config* config) {
@@ -72,7 +74,7 @@ void apply_common_options(const CommonOptions& options, const Config* config) {
   // Every command checks an explicit --device, even one that computes on the
   // CPU only (info, export); the ones that run a model resolve it again,
   // with the config's device, through chosen_device().
-  if (options.device != "auto") resolve_device(options.device);
+  if (!is_auto_device(options.device)) resolve_device(options.device);
   const int threads =
       set_threads(options.threads > 0 || !config ? options.threads : config->threads);
   spdlog::debug("LibTorch uses {} threads", threads);
@@ -87,7 +89,7 @@ void apply_common_options(const CommonOptions& options, const Config* config) {
 
 c10::Device chosen_device(const CommonOptions& options, const Config* config) {
   const c10::Device device =
-      resolve_device(options.device == "auto" && config ? config->device : options.device);
+      resolve_device(config ? device_spec(options.device, config->device) : options.device);
   spdlog::debug("device {}", device.str());
   return device;
 }
@@ -100,6 +102,7 @@ Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what 
   register_eval(*this);
   register_predict(*this);
   register_info(*this);
+  register_config(*this);
   register_data(*this);
   register_rollout(*this);
   register_attn_distance(*this);

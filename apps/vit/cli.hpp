@@ -35,7 +35,7 @@ void add_precision_option(CLI::App& cmd, std::string& precision);
 // --precision's value; auto is the checkpoint's train.precision where the
 // device runs it (vit::evaluation_precision), the trainer's final test's. Throws
 // vit::Error for fp16 off CUDA.
-std::string chosen_precision(const std::string& option, const Config& config, c10::Device device);
+Precision chosen_precision(const std::string& option, const Config& config, c10::Device device);
 // Sets the log level, thread count and seed. Call first in every run function.
 // Flags win over the config's `threads` and `seed` when both are given.
 void apply_common_options(const CommonOptions& options, const Config* config = nullptr);

@@ -20,6 +20,7 @@
 #include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
 #include "vit/analysis/attention_maps.hpp"
+#include "vit/analysis/rollout.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 #include "vit/io/grid.hpp"
@@ -34,8 +35,9 @@ namespace fs = std::filesystem;
 AttentionQuery chosen_query(const AttentionOptions& o, const ModelConfig& model) {
   if (o.query) return parse_attention_query(*o.query);
   AttentionQuery query;
-  query.kind =
-      model.pool == "mean" ? AttentionQuery::Kind::kPatchMean : AttentionQuery::Kind::kClassToken;
+  query.kind = rollout_source_of(model.pool) == RolloutSource::kPatchMean
+                   ? AttentionQuery::Kind::kPatchMean
+                   : AttentionQuery::Kind::kClassToken;
   return query;
 }
 

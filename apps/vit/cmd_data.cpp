@@ -143,8 +143,7 @@ int run_data(const DataOptions& o) {
   apply_common_options(o.common);
   Config config = load_config(o.config, o.overrides);
   if (o.common.seed) config.seed = *o.common.seed;
-  const c10::Device device =
-      resolve_device(o.common.device != "auto" ? o.common.device : config.device);
+  const c10::Device device = chosen_device(o.common, &config);
   const data::DataSplits splits = data::load_data(config);
   if (o.json) {
     std::cout << describe(config, splits).dump(2) << "\n";
@@ -172,7 +171,7 @@ std::shared_ptr<DataOptions> register_data(Cli& cli) {
   cmd->add_option("--bench", options->bench,
                   "time N training batches of the in-memory pipeline")
       ->check(CLI::NonNegativeNumber)
-      ->group("");  // hidden: a developer tool, see scripts/bench_pipeline.sh
+      ->group("");  // hidden: a developer tool, see scripts/bench/pipeline.sh
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options] { return run_data(*options); }});
   return options;

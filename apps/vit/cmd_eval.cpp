@@ -33,7 +33,7 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 
 nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>& classes,
                             const std::string& split, const std::string& checkpoint,
-                            const std::string& precision) {
+                            Precision precision) {
   nlohmann::json per_class = nlohmann::json::object();
   const auto accuracy = to_vector(r.per_class_accuracy);
   for (size_t k = 0; k < classes.size(); ++k)
@@ -45,7 +45,7 @@ nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>&
     confusion.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
   }
   return {{"checkpoint", checkpoint},        {"split", split},
-          {"precision", precision},          {"images", r.count},
+          {"precision", name_of(precision)},          {"images", r.count},
           {"accuracy", r.accuracy},          {"loss", r.loss},
           {"per_class_accuracy", per_class}, {"classes", classes},
           {"confusion", confusion}};
@@ -80,7 +80,7 @@ int run_eval(const EvalOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
   LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
-  const std::string precision = chosen_precision(o.precision, loaded.config, device);
+  const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const data::DataSplits splits = data::load_data(loaded.config);
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
   if (split.size() == 0)

@@ -9,7 +9,7 @@
 #include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/precision.hpp"
 
@@ -39,7 +39,7 @@ nlohmann::json describe(const Config& c) {
           {"head_dim", m.head_dim()},
           {"inner_dim", m.inner_dim()},
           {"mlp_dim", m.mlp_dim},
-          {"pool", m.pool},
+          {"pool", name_of(m.pool)},
           {"qkv_bias", m.qkv_bias},
           {"num_classes", m.num_classes}};
 }
@@ -64,7 +64,7 @@ void print_text(const Config& c) {
             << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n",
                            m.dim, m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
             << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,
-                           m.qkv_bias ? "on" : "off", m.pool, m.num_classes)
+                           m.qkv_bias ? "on" : "off", name_of(m.pool), m.num_classes)
             << fmt::format("  parameters {}\n", with_commas(count_parameters(m)))
             << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n",
                            with_commas(forward_flops(m)), forward_flops(m) / 1e9);
@@ -103,7 +103,8 @@ int run_info(const InfoOptions& o) {
   const MachinePrecision precision = precision_here(d.config, chosen_device(o.common, &d.config));
   if (o.json) {
     nlohmann::json out = describe(d.config);
-    out["precision"] = precision.choice ? nlohmann::json(precision.choice->precision) : nullptr;
+    out["precision"] =
+        precision.choice ? nlohmann::json(name_of(precision.choice->precision)) : nullptr;
     out["cpu_isa"] = cpu_isa_name(cpu_isa());
     if (!d.checkpoint.empty()) {
       out["checkpoint"] = d.checkpoint;

@@ -23,7 +23,7 @@ int run_predict(const PredictOptions& o) {
   apply_common_options(o.common);
   const c10::Device device = chosen_device(o.common);
   LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
-  const std::string precision = chosen_precision(o.precision, loaded.config, device);
+  const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const int64_t classes = loaded.config.model.num_classes;
   int64_t k = o.topk;
   if (k > classes) {

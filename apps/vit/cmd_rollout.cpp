@@ -26,9 +26,7 @@ RolloutOptions analysis_options(const RolloutCommandOptions& o, const Config& co
   RolloutOptions options;
   options.fusion = parse_head_fusion(o.head_fusion.value_or(config.analysis.head_fusion));
   options.discard_ratio = o.discard_ratio.value_or(config.analysis.discard_ratio);
-  // A mean-pooled head reads every patch token, so their mean row is what it sees.
-  options.source =
-      config.model.pool == "mean" ? RolloutSource::kPatchMean : RolloutSource::kClassToken;
+  options.source = rollout_source_of(config.model.pool);
   return options;
 }
 

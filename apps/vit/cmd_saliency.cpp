@@ -42,8 +42,7 @@ std::vector<SaliencyMap> compute_maps(LoadedModel& loaded, const AnalysisInputs&
                                       SaliencyMethod method, std::optional<int64_t> target,
                                       c10::Device device) {
   const Config& config = loaded.config;
-  const RolloutSource source =
-      config.model.pool == "mean" ? RolloutSource::kPatchMean : RolloutSource::kClassToken;
+  const RolloutSource source = rollout_source_of(config.model.pool);
   const int64_t count = inputs.pixels.size(0);
   const int64_t batch_size = attention_batch_size(config.model);
   std::vector<SaliencyMap> maps(static_cast<size_t>(count));

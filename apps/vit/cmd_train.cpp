@@ -116,8 +116,7 @@ void log_summary(const TrainSummary& s, const std::string& run_dir) {
 // machine), its share of the cores, its logging, and the process group.
 std::unique_ptr<ProcessGroup> join_world(const DistributedEnv& env, const TrainOptions& o,
                                          const Config& config, c10::Device* device) {
-  const std::string spec = o.common.device == "auto" ? config.device : o.common.device;
-  if (spec == "auto" && device->is_cuda())
+  if (is_auto_device(device_spec(o.common.device, config.device)) && device->is_cuda())
     *device = resolve_device("cuda:" + std::to_string(env.local_rank));
   if (o.common.threads == 0 && config.threads == 0) {
     // The ranks on one machine share its cores, as torchrun's OMP_NUM_THREADS intends.

@@ -3,6 +3,7 @@
 // are the field names (see ../shared/design.md). Reading is strict: unknown
 // keys, wrong types and impossible values are errors.
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,18 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace vit {
+
+// Settings with a fixed set of names, parsed once when a config is read (an
+// unknown name is an error there); code compares these, never the names.
+enum class Pool { kCls, kMean };  // what the head reads
+enum class Precision { kAuto, kFp32, kBf16, kFp16 };
+const char* name_of(Pool pool);            // "cls" | "mean"
+const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
+std::ostream& operator<<(std::ostream& out, Pool pool);  // the name, for logs and test messages
+std::ostream& operator<<(std::ostream& out, Precision precision);
+// The precision a name stands for; `key` names the setting in the error
+// ("train.precision is 'fp8', expected auto | fp32 | bf16 | fp16").
+Precision precision_named(const std::string& name, const std::string& key);
 
 // Upper bounds that validate() enforces. They are far above any model that fits
 // in memory, and low enough that the parameter and FLOP counts of `vit info`
@@ -31,7 +44,7 @@ struct ModelConfig {
   int64_t heads = 8;             // attention heads H, 1..dim; heads * head_dim() <= 65536
   int64_t dim_head = 0;          // per-head width, 0..65536; 0 = dim / heads
   int64_t mlp_dim = 512;         // hidden width of each block's MLP, 1..65536
-  std::string pool = "cls";      // "cls" (class token) | "mean" (mean of patch tokens)
+  Pool pool = Pool::kCls;        // "cls" (class token) | "mean" (mean of patch tokens)
   bool qkv_bias = true;          // bias on the fused q/k/v projection (timm: true)
   double dropout = 0.0;          // after the attention projection and in the MLP
   double emb_dropout = 0.0;      // after adding the position embedding
@@ -96,12 +109,12 @@ struct TrainConfig {
   int64_t validate_every = 0;         // steps between validations; 0 = once per epoch
   // "auto" (bf16 where the CPU or GPU computes it, fp16 on pre-Ampere GPUs,
   // else fp32) | "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
-  std::string precision = "auto";
+  Precision precision = Precision::kAuto;
   double log_every_s = 10.0;  // seconds between plain progress lines off a terminal
   // On CUDA, replay the training step from a CUDA graph (train/cuda_graph_step.hpp),
   // except under torchrun or --profile; ignored on the CPU.
   bool cuda_graph = true;
-  // Fine-tuning (vit train --init; model/pretrained.hpp).
+  // Fine-tuning (vit train --init; weights/pretrained.hpp).
   std::string init = "";        // weights to start from: a vit .pt or timm .safetensors; "" = none
   bool init_strict = false;     // every model tensor from the file, every file tensor used
   bool init_new_head = false;   // zero the head even when num_classes matches (a new task)
@@ -151,6 +164,19 @@ void apply_override(Config& c, const std::string& assignment);
 // File + overrides + validate(): what every command uses.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 Config parse_config_string(const std::string& text, const std::string& source_name);
+
+// One config key as the reference shows it, in the field list's order.
+struct ConfigKey {
+  std::string path;          // dotted: "model.depth"
+  std::string type;          // "string", "integer", "number", "true/false", "list of numbers"
+  std::string default_json;  // the default as JSON text: 6, "cls", [0.9, 0.999]
+  std::string meaning;
+};
+std::vector<ConfigKey> config_keys();
+
+// Every key with its type, default and meaning, as Markdown: what `vit
+// config --reference` prints and docs/config.md holds.
+std::string config_reference_markdown();
 
 // Per-dataset normalisation defaults: (mean, std).
 std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(

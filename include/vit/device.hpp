@@ -12,6 +12,13 @@ namespace vit {
 // Throws vit::Error when the text is malformed or CUDA (or device N) is absent.
 c10::Device resolve_device(const std::string& spec);
 
+// The device a command asks for: the --device flag, unless it was left at
+// auto, then the config's `device`.
+std::string device_spec(const std::string& flag, const std::string& configured);
+
+// Whether a spec leaves the choice to vit (auto).
+bool is_auto_device(const std::string& spec);
+
 // Sets LibTorch's intra-op threads; 0 = all cores. Returns the count in use.
 int set_threads(int64_t requested);
 

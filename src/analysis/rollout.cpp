@@ -136,6 +136,10 @@ std::string head_fusion_name(HeadFusion fusion) {
   return "mean";
 }
 
+RolloutSource rollout_source_of(Pool pool) {
+  return pool == Pool::kMean ? RolloutSource::kPatchMean : RolloutSource::kClassToken;
+}
+
 std::string rollout_source_name(RolloutSource source) {
   return source == RolloutSource::kPatchMean ? "patch_mean" : "class_token";
 }

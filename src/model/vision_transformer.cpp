@@ -52,7 +52,7 @@ torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torc
 // (torch::nn::functional::linear, LibTorch 1.13) runs matmul and then a
 // separate in-place bias add for any input that is not 2-D: one more pass
 // over every activation, forward and backward (LibTorch's profiler: 107
-// add_ against PyTorch's 25 addmm per step of the issue-14 job).
+// add_ against PyTorch's 25 addmm per step of the CPU benchmark job).
 // The weights are compute_weight's: a training step's low-precision copies
 // where train/weight_mirror provides them.
 torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
@@ -269,14 +269,14 @@ torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
 
 torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
   auto x = normalized(norm, tokens);                                           // (B, N, D)
-  auto pooled = cfg_.pool == "mean" ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
+  auto pooled = cfg_.pool == Pool::kMean ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
                                     : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
   return linear(head, pooled);                                                 // (B, K)
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
   auto x = embed(images);
-  const bool head_reads_class_token_only = cfg_.pool == "cls";
+  const bool head_reads_class_token_only = cfg_.pool == Pool::kCls;
   for (size_t i = 0; i < blocks->size(); ++i) {
     auto* block = blocks[i]->as<Block>();
     const bool last = i + 1 == blocks->size();

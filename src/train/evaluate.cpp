@@ -19,7 +19,7 @@ at::Tensor per_class_accuracy(const at::Tensor& confusion) {
 }  // namespace
 
 EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
-                    const std::string& precision) {
+                    Precision precision) {
   model->eval();
   torch::NoGradGuard no_grad;
   const c10::Device device = loader.options().device;

@@ -43,16 +43,24 @@ void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
 
 }  // namespace
 
-std::optional<at::ScalarType> autocast_dtype(const std::string& precision) {
-  if (precision == "fp32") return std::nullopt;
-  if (precision == "bf16") return at::kBFloat16;
-  if (precision == "fp16") return at::kHalf;
-  throw Error("train.precision '" + precision + "': expected fp32 | bf16 | fp16");
+std::optional<at::ScalarType> autocast_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32:
+      return std::nullopt;
+    case Precision::kBf16:
+      return at::kBFloat16;
+    case Precision::kFp16:
+      return at::kHalf;
+    case Precision::kAuto:
+      break;
+  }
+  throw Error("precision auto has no autocast type: resolve it with choose_precision first");
 }
 
 PrecisionHardware precision_hardware(c10::Device device) {
   PrecisionHardware hardware;
   hardware.cpu = cpu_isa();
+  hardware.cpu_capped = cpu_isa() < detected_cpu_isa();
 #if VIT_WITH_CUDA
   if (device.is_cuda()) {
     const auto* properties = at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0);
@@ -73,56 +81,55 @@ namespace {
 // in fp32 on an AMD EPYC Zen 3 (docs/benchmarks.md).
 constexpr int kEmulatedBf16Slowdown = 18;
 
-void require_known(const std::string& precision) {
-  if (precision != "auto" && precision != "fp32" && precision != "bf16" && precision != "fp16")
-    throw Error("train.precision '" + precision + "': expected auto | fp32 | bf16 | fp16");
+// "avx2", or "avx2 as VIT_CPU_ISA allows" under a cap.
+std::string isa_text(const PrecisionHardware& h) {
+  return std::string(cpu_isa_name(h.cpu)) + (h.cpu_capped ? " as VIT_CPU_ISA allows" : "");
 }
 
 PrecisionChoice chosen_automatically(const PrecisionHardware& h) {
   if (h.cuda) {
     const std::string capability = fmt::format("{}.{}", h.cuda_major, h.cuda_minor);
     if (h.cuda_major >= 8)
-      return {"bf16", "precision auto: bf16 (CUDA compute capability " + capability + ")", {}};
-    return {"fp16",
+      return {Precision::kBf16, "precision auto: bf16 (CUDA compute capability " + capability + ")",
+              {}};
+    return {Precision::kFp16,
             "precision auto: fp16 with loss scaling (CUDA compute capability " + capability +
                 " has no bf16)",
             {}};
   }
-  const std::string isa = cpu_isa_name(h.cpu);
   if (cpu_computes_bf16(h.cpu))
-    return {"bf16", "precision auto: bf16 (this CPU computes bf16: " + isa + ")", {}};
-  return {"fp32", "precision auto: fp32 (this CPU has no bf16 instructions: " + isa + ")", {}};
+    return {Precision::kBf16, "precision auto: bf16 (this CPU computes bf16: " + isa_text(h) + ")",
+            {}};
+  return {Precision::kFp32,
+          "precision auto: fp32 (this CPU has no bf16 instructions: " + isa_text(h) + ")", {}};
 }
 
 }  // namespace
 
-PrecisionChoice choose_precision(const std::string& requested, const PrecisionHardware& hardware) {
-  require_known(requested);
-  if (requested == "auto") return chosen_automatically(hardware);
-  if (requested == "fp16" && !hardware.cuda)
+PrecisionChoice choose_precision(Precision requested, const PrecisionHardware& hardware) {
+  if (requested == Precision::kAuto) return chosen_automatically(hardware);
+  if (requested == Precision::kFp16 && !hardware.cuda)
     throw Error("train.precision fp16 needs a CUDA device (on CPU use bf16)");
-  PrecisionChoice choice{requested, "precision " + requested, {}};
-  if (requested == "bf16" && !hardware.cuda && !cpu_computes_bf16(hardware.cpu))
+  PrecisionChoice choice{requested, std::string("precision ") + name_of(requested), {}};
+  if (requested == Precision::kBf16 && !hardware.cuda && !cpu_computes_bf16(hardware.cpu))
     choice.warning = fmt::format(
         "precision bf16: this CPU has no bf16 instructions ({}), so LibTorch emulates them, "
         "about {}x slower than fp32 (measured on an AMD Zen 3); precision auto picks fp32 here",
-        cpu_isa_name(hardware.cpu), kEmulatedBf16Slowdown);
+        isa_text(hardware), kEmulatedBf16Slowdown);
   return choice;
 }
 
-PrecisionChoice choose_precision(const std::string& requested, c10::Device device) {
+PrecisionChoice choose_precision(Precision requested, c10::Device device) {
   return choose_precision(requested, precision_hardware(device));
 }
 
-std::string evaluation_precision(const std::string& trained, c10::Device device) {
-  require_known(trained);
-  if (trained == "auto") return choose_precision(trained, device).precision;
-  const auto dtype = autocast_dtype(trained);
-  if (dtype == at::kHalf && !device.is_cuda()) return "fp32";
+Precision evaluation_precision(Precision trained, c10::Device device) {
+  if (trained == Precision::kAuto) return choose_precision(trained, device).precision;
+  if (trained == Precision::kFp16 && !device.is_cuda()) return Precision::kFp32;
   return trained;
 }
 
-AutocastScope::AutocastScope(const std::string& precision, c10::Device device)
+AutocastScope::AutocastScope(Precision precision, c10::Device device)
     : device_type_(device.type()) {
   const auto dtype = autocast_dtype(precision);
   if (!dtype) return;

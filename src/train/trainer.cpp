@@ -117,7 +117,7 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
       resume_(std::move(resume)),
       group_(group),
       early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
-      scaler_(precision_.precision == "fp16", device_),
+      scaler_(precision_.precision == Precision::kFp16, device_),
       step_totals_(device_),
       read_every_(device_.is_cuda() ? kCudaReadEvery : 1) {
   if (splits_.train.num_classes() != config_.model.num_classes)
@@ -161,7 +161,7 @@ void Trainer::check_ranks_agree() {
   group_->require_same(std::hash<std::string>{}(config_to_json_string(config_)),
                        "the resolved config (config file, --set, --seed)");
   // "auto" may pick bf16 on one machine and fp32 on another.
-  group_->require_same(std::hash<std::string>{}(precision_.precision),
+  group_->require_same(static_cast<uint64_t>(precision_.precision),
                        "the precision (train.precision auto picks per machine; set it explicitly)");
   broadcast_model(model_, *group_);
 }
@@ -280,7 +280,7 @@ void Trainer::start_cuda_graph_if_wanted() {
 }
 
 EvalResult Trainer::evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
-                                   const std::string& precision) {
+                                   Precision precision) {
   EvalResult local = evaluate(model, loader, config_.model.num_classes, precision);
   return group_ ? combine_across_ranks(std::move(local), *group_) : local;
 }
@@ -427,7 +427,7 @@ std::optional<EvalResult> Trainer::test_best() {
   // predict` run best.pt by default, so all three agree image by image.
   // When the last step was the best, the trainer's own weights are best.pt's
   // (one process: nothing to broadcast), and reading the file back (about
-  // 80 ms for the issue-14 job) is skipped.
+  // 80 ms for the CPU benchmark job) is skipped.
   if (!group_ && early_stopping_.best_step() == step_)
     return evaluate_split(model_, test_loader, test_precision());
   // best.pt's weights go into a separate model, so the trainer's own state
@@ -438,7 +438,7 @@ std::optional<EvalResult> Trainer::test_best() {
   return evaluate_split(model, test_loader, test_precision());
 }
 
-std::string Trainer::test_precision() const {
+Precision Trainer::test_precision() const {
   return evaluation_precision(precision_.precision, device_);
 }
 
@@ -449,7 +449,7 @@ void Trainer::write_summary(const TrainSummary& s) const {
                       {"best_val_acc", s.best_val_acc},
                       {"best_step", s.best_step},
                       {"train_seconds", s.train_seconds},
-                      {"precision", precision_.precision},
+                      {"precision", name_of(precision_.precision)},
                       {"cpu_isa", cpu_isa_name(cpu_isa())}};
   if (const auto peak = peak_gpu_memory_bytes(device_))
     j["peak_gpu_memory_mib"] = double(*peak) / (1 << 20);
@@ -457,7 +457,7 @@ void Trainer::write_summary(const TrainSummary& s) const {
     j["test_acc"] = s.test->accuracy;
     j["test_loss"] = s.test->loss;
     j["test_images"] = s.test->count;
-    j["test_precision"] = test_precision();
+    j["test_precision"] = name_of(test_precision());
   }
   write_text_atomically(run_dir_ + "/summary.json", j.dump(2) + "\n");
 }

@@ -13,8 +13,8 @@
 #include "error_of.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
-#include "vit/model/safetensors.hpp"
-#include "vit/model/weights.hpp"
+#include "vit/weights/safetensors.hpp"
+#include "vit/weights/weights.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {
@@ -95,7 +95,7 @@ TEST(Info, TheImageNetPresetMatchesTimmVitBasePatch16) {
   EXPECT_EQ(c.data.std, (std::vector<double>{0.5, 0.5, 0.5}));
 }
 
-// The two counts issue 2 asks `vit info` to print exactly.
+// The exact parameter counts of the two presets, as timm counts them.
 TEST(Info, PrintsTheExactCountsOfTheTwoPresets) {
   const std::string configs = std::string(VIT_SOURCE_DIR) + "/configs/";
   const auto tiny = info_json({"--config", configs + "vit-tiny.json"});  // the second seed's

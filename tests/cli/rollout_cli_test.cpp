@@ -210,7 +210,7 @@ TEST_F(RolloutEndToEnd, ImagesGiveTheLibrarysMasksAndNoLabel) {
 }
 
 TEST_F(RolloutEndToEnd, MeanPooledModelsUseThePatchMeanRow) {
-  Config mean_pool = testing::block_config(dir_ / "cifar", "mean");
+  Config mean_pool = testing::block_config(dir_ / "cifar", Pool::kMean);
   mean_pool.train.epochs = 1;
   const std::string checkpoint = testing::train_tiny_checkpoint(mean_pool, dir_ / "run-mean");
   const auto j = rollout("mean", {"--samples", "2"}, checkpoint);

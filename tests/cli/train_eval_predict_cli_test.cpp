@@ -52,7 +52,7 @@ class TrainEvalPredict : public ::testing::Test {
     Config c = testing::block_config(dir_ / "cifar");
     c.model.image_size = 32;
     c.model.patch_size = 8;
-    c.train.precision = "bf16";  // the final test, eval and predict all run in bf16
+    c.train.precision = Precision::kBf16;  // the final test, eval and predict all run in bf16
     std::ofstream(dir_ / "blocks.json") << config_to_json_string(c);
     const std::string command =
         "cd '" + dir_.string() + "' && '" + VIT_BINARY +

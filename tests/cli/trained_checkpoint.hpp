@@ -42,7 +42,7 @@ inline void write_block_cifar(const fs::path& root) {
   write_batch("test_batch.bin", 10);
 }
 
-inline Config block_config(const fs::path& data_root, const std::string& pool = "cls") {
+inline Config block_config(const fs::path& data_root, Pool pool = Pool::kCls) {
   Config c;
   c.name = "blocks";
   c.model.image_size = 16;
@@ -58,7 +58,7 @@ inline Config block_config(const fs::path& data_root, const std::string& pool = 
   c.data.augment.hflip = false;
   // fp32 on every host: "auto" picks bf16 on CPUs that compute it, and the
   // tests' expected values are fp32's. Tests of other precisions set them.
-  c.train.precision = "fp32";
+  c.train.precision = Precision::kFp32;
   c.train.batch_size = 16;
   c.train.epochs = 2;
   c.train.warmup_epochs = 0;

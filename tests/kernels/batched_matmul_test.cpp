@@ -39,7 +39,7 @@ TEST(BatchedMatmul, OwnProductsRunForFloatOnTheCpuOutsideAutocastOnly) {
   EXPECT_FALSE(batched_matmul_uses_own_kernel(o.q, o.k));                            // 5 != 7
   EXPECT_FALSE(batched_matmul_uses_own_kernel(o.q.unsqueeze(0), o.k.unsqueeze(0)));  // 4-D
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::kBf16, torch::kCPU);
     EXPECT_FALSE(batched_matmul_uses_own_kernel(o.q, o.k.transpose(1, 2)));
   }
 }

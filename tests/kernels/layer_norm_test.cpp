@@ -158,7 +158,7 @@ TEST(LayerNorm, ForLinearIsBf16UnderCpuBf16AutocastOnly) {
   const Case c = make_case(5, 32, 4);
   EXPECT_EQ(layer_norm_for_linear(c.x, c.weight, c.bias, 1e-6).scalar_type(), torch::kFloat);
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::kBf16, torch::kCPU);
     const auto y = layer_norm_for_linear(c.x, c.weight, c.bias, 1e-6);
     EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
     // What LibTorch's LayerNorm followed by autocast's cast gives, within one bf16 step.

@@ -29,7 +29,7 @@ TEST(Linear, OneDnnRunsOnFp32CpuTensorsWhereTheBuildHasItAndNowhereElse) {
   EXPECT_FALSE(linear_uses_own_kernel(x.narrow(0, 0, 0), w));    // nothing to multiply
   EXPECT_FALSE(linear_uses_own_kernel(x, torch::randn({}), b));  // no matrix: ATen says why
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::kBf16, torch::kCPU);
     EXPECT_FALSE(linear_uses_own_kernel(x, w, b));  // autocast's bf16 products are ATen's
   }
 }

@@ -108,7 +108,7 @@ TEST(BiasedResidual, BlocksMatchTheUnfusedResidualAdds) {
       p.normal_(0, 0.2);  // biases far from their zero initialisation
   }
   const auto input = torch::randn({4, 5, 32});
-  for (const std::string precision : {"fp32", "bf16"}) {
+  for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
     const auto grads = [&](bool fused) {
       block->zero_grad();
       AutocastScope autocast(precision, torch::kCPU);
@@ -126,11 +126,11 @@ TEST(BiasedResidual, BlocksMatchTheUnfusedResidualAdds) {
       return out;
     };
     const auto fused = grads(true), plain = grads(false);
-    const double tolerance = precision == "fp32" ? 1e-5 : 3e-2;
+    const double tolerance = precision == Precision::kFp32 ? 1e-5 : 3e-2;
     for (size_t i = 0; i < fused.size(); ++i) {
       const double scale = plain[i].abs().max().item<double>() + 1e-3;
       EXPECT_LE((fused[i] - plain[i]).abs().max().item<double>(), tolerance * scale)
-          << precision << ", tensor " << i;
+          << name_of(precision) << ", tensor " << i;
     }
   }
 }

@@ -138,7 +138,7 @@ TEST(VisionTransformer, CountsAtTheConfigBoundsDoNotOverflow) {
 
 TEST(VisionTransformer, EveryParameterGetsAGradient) {
   torch::manual_seed(0);
-  for (const std::string pool : {"cls", "mean"}) {
+  for (const Pool pool : {Pool::kCls, Pool::kMean}) {
     auto cfg = small_config();
     cfg.pool = pool;
     VisionTransformer model(cfg);
@@ -227,7 +227,7 @@ TEST(VisionTransformer, ClassTokenOnlyLastBlockKeepsLogitsAndGradients) {
   for (const bool qkv_bias : {true, false}) {
     torch::manual_seed(7);
     auto cfg = small_config();
-    cfg.pool = "cls";
+    cfg.pool = Pool::kCls;
     cfg.qkv_bias = qkv_bias;
     cfg.depth = 3;
     VisionTransformer model(cfg);

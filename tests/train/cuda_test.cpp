@@ -11,7 +11,7 @@
 
 #include "process.hpp"
 #include "synthetic.hpp"
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/precision.hpp"
 #include "vit/train/trainer.hpp"
@@ -91,7 +91,7 @@ TEST_F(CudaTest, Bf16LogitsAndGradientsStayNearTheCpuFp32Ones) {
   torch::nn::functional::cross_entropy(cpu->forward(images), labels).backward();
   at::Tensor logits;
   {
-    AutocastScope autocast("bf16", kCuda);
+    AutocastScope autocast(Precision::kBf16, kCuda);
     logits = gpu->forward(images.to(kCuda));
   }
   EXPECT_EQ(logits.scalar_type(), at::kBFloat16);
@@ -106,16 +106,17 @@ TEST_F(CudaTest, Bf16LogitsAndGradientsStayNearTheCpuFp32Ones) {
 // (TrainerTest.LossFallsAndAccuracyRisesAboveChance), fp16 through its loss
 // scaler, both with the step replayed from a CUDA graph.
 TEST_F(CudaTest, Bf16AndFp16TrainingLearns) {
-  for (const std::string precision : {"bf16", "fp16"}) {
+  for (const Precision precision : {Precision::kBf16, Precision::kFp16}) {
+    const std::string name = name_of(precision);
     Config c = testing::texture_config();
     c.train.precision = precision;
-    Trainer trainer(c, testing::texture_splits(), kCuda, run(precision));
+    Trainer trainer(c, testing::texture_splits(), kCuda, run(name));
     const TrainSummary s = trainer.fit();
-    EXPECT_EQ(s.stop_reason, "epochs done") << precision;
-    EXPECT_GT(s.best_val_acc, 0.9) << precision;
+    EXPECT_EQ(s.stop_reason, "epochs done") << name;
+    EXPECT_GT(s.best_val_acc, 0.9) << name;
     ASSERT_TRUE(s.test.has_value());
-    EXPECT_GT(s.test->accuracy, 0.9) << precision;
-    EXPECT_GT(trainer.cuda_graph_replays(), 60) << precision;  // 72 steps, 3 eager
+    EXPECT_GT(s.test->accuracy, 0.9) << name;
+    EXPECT_GT(trainer.cuda_graph_replays(), 60) << name;  // 72 steps, 3 eager
   }
 }
 
@@ -186,7 +187,7 @@ TEST_F(CudaTest, CheckpointsMoveBetweenCudaAndCpu) {
       LoadedModel loaded = load_model(dir + "/best.pt");
       loaded.model->to(device);
       const data::BatchLoader loader(splits.test, data::loader_options(c, device, false));
-      return evaluate(loaded.model, loader, c.model.num_classes, "fp32");
+      return evaluate(loaded.model, loader, c.model.num_classes, Precision::kFp32);
     };
     const EvalResult there = evaluate_on(trained_on), here = evaluate_on(evaluated_on);
     EXPECT_EQ(here.count, 64);

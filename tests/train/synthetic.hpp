@@ -51,7 +51,7 @@ inline Config texture_config() {
   c.data.augment.hflip = false;
   // fp32 on every host: "auto" picks bf16 on CPUs that compute it, and the
   // tests' expected values are fp32's. Tests of other precisions set them.
-  c.train.precision = "fp32";
+  c.train.precision = Precision::kFp32;
   c.train.batch_size = 16;
   c.train.epochs = 6;
   c.train.lr = 3e-3;

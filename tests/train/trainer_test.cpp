@@ -66,7 +66,7 @@ TEST_F(TrainerTest, SgdWithBf16AutocastAlsoLearns) {
   Config c = testing::texture_config();
   c.train.optimizer = "sgd";
   c.train.lr = 0.1;
-  c.train.precision = "bf16";
+  c.train.precision = Precision::kBf16;
   Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("sgd"));
   const TrainSummary s = trainer.fit();
   const auto records = MetricsLog::read(run("sgd") + "/metrics.jsonl");

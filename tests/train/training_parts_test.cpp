@@ -10,7 +10,7 @@
 #include "synthetic.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
@@ -215,7 +215,7 @@ TEST(Evaluate, LabelsBeyondTheModelsClassesAreAClearError) {
   VisionTransformer model(c.model);
   const data::DataSplits splits = testing::texture_splits();
   const data::BatchLoader loader(splits.val, data::loader_options(c, c10::kCPU, /*train=*/false));
-  EXPECT_EQ(testing::error_of([&] { evaluate(model, loader, /*num_classes=*/2, "fp32"); }),
+  EXPECT_EQ(testing::error_of([&] { evaluate(model, loader, /*num_classes=*/2, Precision::kFp32); }),
             "the data has labels up to 3 but the model has 2 classes (model.num_classes)");
 }
 

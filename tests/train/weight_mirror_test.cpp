@@ -34,7 +34,7 @@ void bf16_step(VisionTransformer& model, Optimizer& optimizer, WeightMirror* mir
   if (mirror) mirror->refresh();
   torch::Tensor logits;
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::kBf16, torch::kCPU);
     std::optional<WeightSubstitution> substitution;
     if (mirror) substitution.emplace(mirror->substitutes());
     logits = model->forward(images);
@@ -95,7 +95,7 @@ TEST(WeightMirror, GradientsReachTheOptimizerOnlyWhenCollected) {
   optimizer->zero_grad();
   mirror.refresh();
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::kBf16, torch::kCPU);
     WeightSubstitution substitution(mirror.substitutes());
     model->forward(torch::randn({2, 1, 8, 8})).to(torch::kFloat).sum().backward();
   }
@@ -119,25 +119,23 @@ TEST(WeightMirror, FrozenParametersAreNotMirrored) {
 }
 
 TEST(AutocastDtype, NamesTheMirrorsTypeForEachPrecision) {
-  EXPECT_FALSE(autocast_dtype("fp32").has_value());
-  EXPECT_EQ(autocast_dtype("bf16"), torch::kBFloat16);
-  EXPECT_EQ(autocast_dtype("fp16"), torch::kHalf);
-  EXPECT_EQ(testing::error_of([] { autocast_dtype("fp8"); }),
-            "train.precision 'fp8': expected fp32 | bf16 | fp16");
-  EXPECT_EQ(testing::error_of([] { AutocastScope scope("fp16", torch::kCPU); }),
+  EXPECT_FALSE(autocast_dtype(Precision::kFp32).has_value());
+  EXPECT_EQ(autocast_dtype(Precision::kBf16), torch::kBFloat16);
+  EXPECT_EQ(autocast_dtype(Precision::kFp16), torch::kHalf);
+  EXPECT_EQ(testing::error_of([] { autocast_dtype(Precision::kAuto); }),
+            "precision auto has no autocast type: resolve it with choose_precision first");
+  EXPECT_EQ(testing::error_of([] { AutocastScope scope(Precision::kFp16, torch::kCPU); }),
             "train.precision fp16 needs a CUDA device (on CPU use bf16)");
 }
 
 TEST(EvaluationPrecision, IsTheTrainingPrecisionWhereTheDeviceRunsIt) {
-  EXPECT_EQ(evaluation_precision("fp32", torch::kCPU), "fp32");
-  EXPECT_EQ(evaluation_precision("bf16", torch::kCPU), "bf16");
-  EXPECT_EQ(evaluation_precision("fp16", torch::kCPU), "fp32");
-  EXPECT_EQ(evaluation_precision("bf16", c10::Device("cuda:0")), "bf16");
-  EXPECT_EQ(evaluation_precision("fp16", c10::Device("cuda:1")), "fp16");
-  EXPECT_EQ(evaluation_precision("auto", torch::kCPU),
-            cpu_computes_bf16(cpu_isa()) ? "bf16" : "fp32");
-  EXPECT_EQ(testing::error_of([] { evaluation_precision("fp8", torch::kCPU); }),
-            "train.precision 'fp8': expected auto | fp32 | bf16 | fp16");
+  EXPECT_EQ(evaluation_precision(Precision::kFp32, torch::kCPU), Precision::kFp32);
+  EXPECT_EQ(evaluation_precision(Precision::kBf16, torch::kCPU), Precision::kBf16);
+  EXPECT_EQ(evaluation_precision(Precision::kFp16, torch::kCPU), Precision::kFp32);
+  EXPECT_EQ(evaluation_precision(Precision::kBf16, c10::Device("cuda:0")), Precision::kBf16);
+  EXPECT_EQ(evaluation_precision(Precision::kFp16, c10::Device("cuda:1")), Precision::kFp16);
+  EXPECT_EQ(evaluation_precision(Precision::kAuto, torch::kCPU),
+            cpu_computes_bf16(cpu_isa()) ? Precision::kBf16 : Precision::kFp32);
 }
 
 TEST(WeightSubstitution, AppliesOnlyInsideItsScope) {

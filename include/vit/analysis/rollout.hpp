@@ -13,6 +13,8 @@
 
 #include <torch/types.h>
 
+#include "vit/config.hpp"
+
 namespace vit {
 
 // How one layer's heads become one (B,N,N) matrix.
@@ -28,6 +30,9 @@ enum class RolloutSource {
   kPatchMean,   // mean over rows 1..N-1 of R[:, 1:]: for pool "mean"
 };
 std::string rollout_source_name(RolloutSource source);  // "class_token" | "patch_mean"
+// The row a model's head reads: the class token's for pool cls, the patch
+// rows' mean for pool mean (a mean-pooled head reads every patch token).
+RolloutSource rollout_source_of(Pool pool);
 
 // Weights w (N) with map = w^T R: the class token's one-hot row, or 1/(N-1) on
 // every patch row (their mean). Shared with gradient rollout (saliency.hpp).

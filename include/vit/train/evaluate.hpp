@@ -26,7 +26,7 @@ struct EvalResult {
 // `loader` must be an evaluation loader (train = false). Runs in eval mode
 // under no_grad, with autocast for "bf16"/"fp16". Leaves the model in eval mode.
 EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
-                    const std::string& precision);
+                    Precision precision);
 
 // Data parallelism: each rank evaluated its share of a split; the sum of their
 // losses and confusion matrices gives the loss, accuracy and per-class

@@ -7,26 +7,27 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
 
 namespace vit {
 
-// The low-precision type of a concrete precision: bf16 or fp16, none for
-// fp32. Throws vit::Error for any other name ("auto" included: resolve it
-// with choose_precision first).
-std::optional<at::ScalarType> autocast_dtype(const std::string& precision);
+// The low-precision type of a precision: bf16 or fp16, none for fp32.
+// Throws vit::Error for auto (resolve it with choose_precision first).
+std::optional<at::ScalarType> autocast_dtype(Precision precision);
 
-// What decides train.precision "auto": the device and its arithmetic.
+// What decides train.precision auto: the device and its arithmetic.
 struct PrecisionHardware {
   bool cuda = false;
   int cuda_major = 0, cuda_minor = 0;  // compute capability, on CUDA
   CpuIsa cpu = CpuIsa::kBaseline;      // cpu_isa(), on the CPU
+  bool cpu_capped = false;             // VIT_CPU_ISA keeps cpu below what the CPU has
 };
 PrecisionHardware precision_hardware(c10::Device device);
 
 // The precision a step runs, and why.
 struct PrecisionChoice {
-  std::string precision;  // "fp32" | "bf16" | "fp16"
+  Precision precision = Precision::kFp32;  // fp32, bf16 or fp16: never auto
   // One line for the log: "precision auto: fp32 (this CPU has no bf16
   // instructions: avx2)", or "precision bf16" when it was asked for.
   std::string description;
@@ -35,25 +36,24 @@ struct PrecisionChoice {
   std::optional<std::string> warning;
 };
 
-// "auto" picks bf16 on CPUs that compute it (AVX512_BF16, AMX) and on CUDA
+// auto picks bf16 on CPUs that compute it (AVX512_BF16, AMX) and on CUDA
 // devices of compute capability 8.0 and up, fp16 (with loss scaling) on
 // older CUDA devices, fp32 on other CPUs. fp32, bf16 and fp16 stay as they
-// are; fp16 off CUDA is an error. Throws vit::Error for an unknown name.
-PrecisionChoice choose_precision(const std::string& requested, const PrecisionHardware& hardware);
-PrecisionChoice choose_precision(const std::string& requested, c10::Device device);
+// are; fp16 off CUDA is a vit::Error.
+PrecisionChoice choose_precision(Precision requested, const PrecisionHardware& hardware);
+PrecisionChoice choose_precision(Precision requested, c10::Device device);
 
 // The precision a model trained in `trained` precision is evaluated in on
 // `device`: its training precision, so a bf16 model is tested, evaluated and
-// asked for predictions in bf16, as it was validated; "auto" is what auto
+// asked for predictions in bf16, as it was validated; auto is what auto
 // picks on `device`. fp16 needs CUDA; off CUDA an fp16 model runs in fp32.
-// Throws vit::Error for an unknown name.
-std::string evaluation_precision(const std::string& trained, c10::Device device);
+Precision evaluation_precision(Precision trained, c10::Device device);
 
 // Turns autocast on for the device type for the scope's lifetime.
-// "fp32" does nothing; "bf16" works on CPU and CUDA; "fp16" needs CUDA.
+// fp32 does nothing; bf16 works on CPU and CUDA; fp16 needs CUDA.
 class AutocastScope {
  public:
-  AutocastScope(const std::string& precision, c10::Device device);
+  AutocastScope(Precision precision, c10::Device device);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;

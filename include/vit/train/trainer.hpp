@@ -13,7 +13,7 @@
 #include "vit/config.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
-#include "vit/model/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
@@ -73,7 +73,7 @@ class Trainer {
   bool read_due(int64_t step) const;
   // val or test on this rank's share, combined over the ranks.
   EvalResult evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
-                            const std::string& precision);
+                            Precision precision);
   void check_ranks_agree();
   void prepare_for_fine_tuning();  // train.init, train.freeze
   // One step, queued without waiting for the device: forward, backward,
@@ -88,7 +88,7 @@ class Trainer {
   void save(const std::string& name, bool finished, const std::string& stop_reason);
   std::optional<EvalResult> test_best();
   // The final test's precision: the training one where the device runs it.
-  std::string test_precision() const;
+  Precision test_precision() const;
   void write_summary(const TrainSummary& summary) const;
 
   Config config_;
