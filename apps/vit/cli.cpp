@@ -4,20 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cmd_attention.hpp"
-#include "cmd_attn_distance.hpp"
-#include "cmd_config.hpp"
-#include "cmd_data.hpp"
-#include "cmd_eval.hpp"
-#include "cmd_export.hpp"
-#include "cmd_filters.hpp"
-#include "cmd_info.hpp"
-#include "cmd_pos_embed.hpp"
-#include "cmd_predict.hpp"
-#include "cmd_report.hpp"
-#include "cmd_rollout.hpp"
-#include "cmd_saliency.hpp"
-#include "cmd_train.hpp"
 #include "vit/allocator.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/device.hpp"
@@ -94,24 +80,9 @@ c10::Device chosen_device(const CommonOptions& options, const Config* config) {
   return device;
 }
 
-Cli::Cli(bool register_all) : app_("vit: train Vision Transformers and see what they attend to") {
+Cli::Cli() : app_("vit: train Vision Transformers and see what they attend to") {
   app_.require_subcommand(1);
   app_.set_version_flag("--version", "vit 0.1.0");
-  if (!register_all) return;
-  register_train(*this);
-  register_eval(*this);
-  register_predict(*this);
-  register_info(*this);
-  register_config(*this);
-  register_data(*this);
-  register_rollout(*this);
-  register_attn_distance(*this);
-  register_export(*this);
-  register_pos_embed(*this);
-  register_filters(*this);
-  register_saliency(*this);
-  register_attention(*this);
-  register_report(*this);
 }
 
 void Cli::parse(int argc, const char* const* argv) {

@@ -1,7 +1,8 @@
 #pragma once
-// The command line: one file per subcommand, each adding itself to the root
-// app through a register_* function listed in cli.cpp. Parsing is separate
-// from running so the tests can parse flags in-process.
+// The command line's shared toolkit: the flags every command takes, the
+// device and precision they pick, and the Cli that parses and runs. The
+// commands themselves are one file each, listed in commands.cpp. Parsing is
+// separate from running so the tests can parse flags in-process.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,9 +53,9 @@ struct Command {
 // inside the callbacks' shared state, so a Cli object owns everything.
 class Cli {
  public:
-  // register_all = false gives an empty root, so a test can add one command
-  // and inspect the options it fills.
-  explicit Cli(bool register_all = true);
+  // An empty root: register_all_commands (commands.hpp) adds every command,
+  // a test adds the one it inspects.
+  Cli();
   CLI::App& app() { return app_; }
   // Parses argv; throws CLI::ParseError (use app().exit(e)) on bad flags.
   void parse(int argc, const char* const* argv);
@@ -67,5 +68,24 @@ class Cli {
   CLI::App app_;
   std::vector<Command> commands_;
 };
+
+// A new subcommand: its options struct (which has a `common` member, filled
+// by the flags every command takes) and its CLI11 node, to which the caller
+// adds the command's own flags; `run` gets the options once they are parsed.
+template <typename Options>
+struct NewCommand {
+  std::shared_ptr<Options> options;
+  CLI::App* cmd;
+};
+
+template <typename Options>
+NewCommand<Options> add_command(Cli& cli, const std::string& name, const std::string& description,
+                                int (*run)(const Options&)) {
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = cli.app().add_subcommand(name, description);
+  add_common_options(*cmd, options->common);
+  cli.add({cmd, [options, run] { return run(*options); }});
+  return {options, cmd};
+}
 
 }  // namespace vit::cli

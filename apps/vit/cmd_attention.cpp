@@ -19,6 +19,7 @@
 #include "analysis_inputs.hpp"
 #include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/analysis/attention_maps.hpp"
 #include "vit/analysis/rollout.hpp"
 #include "vit/atomic_write.hpp"
@@ -29,6 +30,9 @@
 
 namespace vit::cli {
 namespace {
+
+// Where the files go without --out: a folder of this name next to the checkpoint.
+constexpr char kDefaultOut[] = "attention";
 
 namespace fs = std::filesystem;
 
@@ -96,9 +100,7 @@ torch::Tensor attention_grid(const torch::Tensor& image, const torch::Tensor& ma
 }  // namespace
 
 int run_attention(const AttentionOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const Config& config = loaded.config;
   const AttentionQuery query = chosen_query(o, config.model);
   if (o.images.size() > 1)
@@ -113,8 +115,7 @@ int run_attention(const AttentionOptions& o) {
                              maps = attention_query_maps(out.attention, query)[0];  // (L,H,g,g)
                              predicted = out.logits.argmax(/*dim=*/1).item<int64_t>();
                            });
-  const fs::path out =
-      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "attention";
+  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
   nlohmann::json layers = nlohmann::json::array();
   for (int64_t l = 0; l < maps.size(0); ++l) {
     nlohmann::json heads = nlohmann::json::array();
@@ -145,13 +146,11 @@ int run_attention(const AttentionOptions& o) {
 }
 
 std::shared_ptr<AttentionOptions> register_attention(Cli& cli) {
-  auto options = std::make_shared<AttentionOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "attention", "Raw attention of one image: a layers x heads grid of the query row's maps");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
-  cmd->add_option("--out", options->out,
-                  "output folder for attention.json, .csv and .png (default: attention next to "
-                  "the checkpoint)");
+  auto [options, cmd] = add_command<AttentionOptions>(
+      cli, "attention", "Raw attention of one image: a layers x heads grid of the query row's maps",
+      run_attention);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
+                           "attention.json, .csv and .png", kDefaultOut);
   cmd->add_option("--images", options->images,
                   "the image file to draw (any size and channel count; default: a validation "
                   "image drawn with --seed)")
@@ -159,8 +158,6 @@ std::shared_ptr<AttentionOptions> register_attention(Cli& cli) {
   cmd->add_option("--query", options->query,
                   "draw patch i,j's row (row, column from 0) instead of the class token's (pool "
                   "cls) or the patch rows' mean (pool mean)");
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_attention(*options); }});
   return options;
 }
 

@@ -1,15 +1,13 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 struct AttentionOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::string out;                        // --out DIR (default: attention next to the checkpoint)
-  std::vector<std::string> images;        // --images FILE (one; default: a validation sample)
-  std::optional<std::string> query;       // --query i,j (default: class token / patch mean)
+  ModelSource model;                 // --checkpoint, --config, --out
+  std::vector<std::string> images;   // --images FILE (one; default: a validation sample)
+  std::optional<std::string> query;  // --query i,j (default: class token / patch mean)
 };
 
 std::shared_ptr<AttentionOptions> register_attention(Cli& cli);

@@ -20,6 +20,7 @@
 
 #include "analysis_inputs.hpp"
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/analysis/attention_distance.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/figures.hpp"
@@ -27,6 +28,9 @@
 
 namespace vit::cli {
 namespace {
+
+// Where the files go without --out: a folder of this name next to the checkpoint.
+constexpr char kDefaultOut[] = "attn-distance";
 
 namespace fs = std::filesystem;
 
@@ -72,9 +76,7 @@ std::string distance_table(const std::vector<std::vector<double>>& rows) {
 }  // namespace
 
 int run_attn_distance(const AttnDistanceOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const Config& config = loaded.config;
   const AnalysisInputs inputs =
       choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.distance_samples),
@@ -87,8 +89,7 @@ int run_attn_distance(const AttnDistanceOptions& o) {
       [&](int64_t, const LogitsAndAttention& out) { accumulator.add(out.attention); });
   const auto rows = to_rows(accumulator.mean());  // (L, H)
 
-  const fs::path out =
-      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "attn-distance";
+  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
   const nlohmann::json json = {{"patch_size", config.model.patch_size},
                                {"grid", accumulator.grid()},
                                {"samples", accumulator.images()},
@@ -112,33 +113,30 @@ int run_attn_distance(const AttnDistanceOptions& o) {
 }
 
 std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli) {
-  auto options = std::make_shared<AttnDistanceOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "attn-distance", "Mean attention distance of every head in every layer (ViT paper, Fig. 7)");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
+  auto [options, cmd] = add_command<AttnDistanceOptions>(
+      cli, "attn-distance",
+      "Mean attention distance of every head in every layer (ViT paper, Fig. 7)",
+      run_attn_distance);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
+                           "attn_distance.json, .csv (layer,head,distance_px rows) and .png",
+                           kDefaultOut);
   add_sample_options(*cmd, options->samples, options->images, "average",
                      "analysis.distance_samples");
-  cmd->add_option(
-      "--out", options->out,
-      "output folder for attn_distance.json, .csv (layer,head,distance_px rows) and .png "
-      "(default: attn-distance next to the checkpoint)");
   // Two callback flags rather than add_flag("--renormalize,!--no-renormalize") into the
   // optional: CLI11 2.1 takes a std::optional<bool> for a counter (it is constructible from
   // an integer) and sets it to false at registration, so "not given" would be lost.
   // disable_flag_override rejects "--renormalize=false" instead of silently ignoring it.
   auto* renormalize =
       cmd->add_flag_callback(
-             "--renormalize", [options] { options->renormalize = true; },
+             "--renormalize", [options = options] { options->renormalize = true; },
              "divide each attention row by its sum after dropping the class token (default "
              "analysis.renormalize)")
           ->disable_flag_override();
   cmd->add_flag_callback(
-         "--no-renormalize", [options] { options->renormalize = false; },
+         "--no-renormalize", [options = options] { options->renormalize = false; },
          "use the raw attention rows even when analysis.renormalize is true")
       ->disable_flag_override()
       ->excludes(renormalize);
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_attn_distance(*options); }});
   return options;
 }
 

@@ -1,15 +1,13 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 struct AttnDistanceOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::optional<int64_t> samples;         // --samples N (default analysis.distance_samples)
-  std::vector<std::string> images;        // --images FILE... (instead of --samples)
-  std::string out;  // --out DIR (default: attn-distance next to the checkpoint)
+  ModelSource model;                // --checkpoint, --config, --out
+  std::optional<int64_t> samples;   // --samples N (default analysis.distance_samples)
+  std::vector<std::string> images;  // --images FILE... (instead of --samples)
   std::optional<bool>
       renormalize;  // --renormalize | --no-renormalize (default analysis.renormalize)
 };

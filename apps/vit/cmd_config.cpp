@@ -19,16 +19,14 @@ int run_config(const ConfigOptions& o) {
 }  // namespace
 
 std::shared_ptr<ConfigOptions> register_config(Cli& cli) {
-  auto options = std::make_shared<ConfigOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "config", "Print the default config (--defaults) or every key's meaning (--reference)");
+  auto [options, cmd] = add_command<ConfigOptions>(
+      cli, "config", "Print the default config (--defaults) or every key's meaning (--reference)",
+      run_config);
   auto* what = cmd->add_option_group("what", "what to print");
   what->add_flag("--defaults", options->defaults, "the whole default config, as JSON");
   what->add_flag("--reference", options->reference,
                  "every key with its type, default and meaning, as Markdown (docs/config.md)");
   what->require_option(1);
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_config(*options); }});
   return options;
 }
 

@@ -158,8 +158,8 @@ int run_data(const DataOptions& o) {
 }  // namespace
 
 std::shared_ptr<DataOptions> register_data(Cli& cli) {
-  auto options = std::make_shared<DataOptions>();
-  auto* cmd = cli.app().add_subcommand("data", "Inspect a dataset as `vit train` would see it");
+  auto [options, cmd] = add_command<DataOptions>(
+      cli, "data", "Inspect a dataset as `vit train` would see it", run_data);
   cmd->add_option("--config", options->config, "JSON config file")
       ->required()
       ->check(CLI::ExistingFile);
@@ -172,8 +172,6 @@ std::shared_ptr<DataOptions> register_data(Cli& cli) {
                   "time N training batches of the in-memory pipeline")
       ->check(CLI::NonNegativeNumber)
       ->group("");  // hidden: a developer tool, see scripts/bench/pipeline.sh
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_data(*options); }});
   return options;
 }
 

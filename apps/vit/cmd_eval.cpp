@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
@@ -45,7 +46,7 @@ nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>&
     confusion.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
   }
   return {{"checkpoint", checkpoint},        {"split", split},
-          {"precision", name_of(precision)},          {"images", r.count},
+          {"precision", name_of(precision)}, {"images", r.count},
           {"accuracy", r.accuracy},          {"loss", r.loss},
           {"per_class_accuracy", per_class}, {"classes", classes},
           {"confusion", confusion}};
@@ -77,9 +78,7 @@ torch::Tensor worst_grid(const EvalResult& r, const data::Dataset& split,
 }  // namespace
 
 int run_eval(const EvalOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const data::DataSplits splits = data::load_data(loaded.config);
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
@@ -91,8 +90,7 @@ int run_eval(const EvalOptions& o) {
   // final test, so the three agree on every image.
   const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, precision);
 
-  const std::string out =
-      !o.out.empty() ? o.out : (fs::path(loaded.path).parent_path() / ("eval-" + o.split)).string();
+  const std::string out = output_folder(o.model, loaded, "eval-" + o.split).string();
   write_text_atomically(
       out + "/metrics.json",
       metrics_json(r, loaded.class_names, o.split, loaded.path, precision).dump(2) + "\n");
@@ -109,18 +107,14 @@ int run_eval(const EvalOptions& o) {
 }
 
 std::shared_ptr<EvalOptions> register_eval(Cli& cli) {
-  auto options = std::make_shared<EvalOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "eval", "Evaluate a checkpoint: accuracy, confusion matrix, worst images");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
+  auto [options, cmd] = add_command<EvalOptions>(
+      cli, "eval", "Evaluate a checkpoint: accuracy, confusion matrix, worst images", run_eval);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
+                           "metrics.json, confusion.png and worst.png", "eval-<split>");
   cmd->add_option("--split", options->split, "val | test")
       ->check(CLI::IsMember({"val", "test"}))
       ->capture_default_str();
   add_precision_option(*cmd, options->precision);
-  cmd->add_option("--out", options->out,
-                  "output folder (default: eval-<split> next to the checkpoint)");
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_eval(*options); }});
   return options;
 }
 

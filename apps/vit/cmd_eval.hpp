@@ -1,15 +1,13 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 struct EvalOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::string split = "test";             // --split val|test
-  std::string out;                        // --out DIR (default: next to the checkpoint)
-  std::string precision = "auto";         // --precision auto|fp32|bf16|fp16
+  ModelSource model;               // --checkpoint, --config, --out
+  std::string split = "test";      // --split val|test
+  std::string precision = "auto";  // --precision auto|fp32|bf16|fp16
 };
 
 std::shared_ptr<EvalOptions> register_eval(Cli& cli);

@@ -37,9 +37,8 @@ int run_export(const ExportOptions& o) {
 }  // namespace
 
 std::shared_ptr<ExportOptions> register_export(Cli& cli) {
-  auto options = std::make_shared<ExportOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "export", "Write a checkpoint's weights as a timm-layout .safetensors file");
+  auto [options, cmd] = add_command<ExportOptions>(
+      cli, "export", "Write a checkpoint's weights as a timm-layout .safetensors file", run_export);
   // No ExistingFile check: load_model's own message says what is wrong with the path.
   cmd->add_option("--checkpoint", options->checkpoint, "checkpoint to export (.pt or .safetensors)")
       ->required();
@@ -47,8 +46,6 @@ std::shared_ptr<ExportOptions> register_export(Cli& cli) {
                   "config giving a timm .safetensors file's architecture")
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", options->out, "output file, e.g. model.safetensors")->required();
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_export(*options); }});
   return options;
 }
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/analysis/filter_pca.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/filter_figure.hpp"
@@ -23,6 +24,9 @@
 
 namespace vit::cli {
 namespace {
+
+// Where the files go without --out: a folder of this name next to the checkpoint.
+constexpr char kDefaultOut[] = "filters";
 
 namespace fs = std::filesystem;
 
@@ -71,14 +75,11 @@ std::string footer(const FilterPca& pca, const ModelConfig& model) {
 }  // namespace
 
 int run_filters(const FiltersOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  const LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const ModelConfig& model = loaded.config.model;
   const FilterPca pca = filter_pca(loaded.model->patch_embed->proj->weight, o.count);
 
-  const fs::path out =
-      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "filters";
+  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
   write_text_atomically((out / "filters.json").string(),
                         filters_json(pca, model, loaded.path).dump() + "\n");
   write_text_atomically((out / "filters.csv").string(), filters_csv(pca));
@@ -95,19 +96,15 @@ int run_filters(const FiltersOptions& o) {
 }
 
 std::shared_ptr<FiltersOptions> register_filters(Cli& cli) {
-  auto options = std::make_shared<FiltersOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "filters", "Principal components of the patch-embedding filters (ViT paper, Fig. 7 left)");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/false);
+  auto [options, cmd] = add_command<FiltersOptions>(
+      cli, "filters",
+      "Principal components of the patch-embedding filters (ViT paper, Fig. 7 left)", run_filters);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kBesideCheckpoint,
+                           "filters.json, .csv and .png", kDefaultOut);
   cmd->add_option("--count", options->count,
                   "components to list and draw (at most min(dim - 1, C*P*P))")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))
       ->capture_default_str();
-  cmd->add_option("--out", options->out,
-                  "output folder for filters.json, .csv and .png (default: filters next to the "
-                  "checkpoint)");
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_filters(*options); }});
   return options;
 }
 

@@ -9,9 +9,9 @@
 #include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/precision.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit::cli {
 
@@ -123,9 +123,9 @@ int run_info(const InfoOptions& o) {
 }  // namespace
 
 std::shared_ptr<InfoOptions> register_info(Cli& cli) {
-  auto options = std::make_shared<InfoOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "info", "Show a config's or checkpoint's architecture, parameter count and FLOPs");
+  auto [options, cmd] = add_command<InfoOptions>(
+      cli, "info", "Show a config's or checkpoint's architecture, parameter count and FLOPs",
+      run_info);
   auto* source = cmd->add_option_group(
       "source", "what to describe: --config, --checkpoint, or both for a timm .safetensors file");
   source->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
@@ -134,8 +134,6 @@ std::shared_ptr<InfoOptions> register_info(Cli& cli) {
   source->require_option();  // at least one of the two
   cmd->add_option("--set", options->overrides, "override a --config key, e.g. --set model.depth=8");
   cmd->add_flag("--json", options->json, "print JSON instead of text");
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_info(*options); }});
   return options;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/analysis/pos_embed_similarity.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"
@@ -22,6 +23,9 @@
 
 namespace vit::cli {
 namespace {
+
+// Where the files go without --out: a folder of this name next to the checkpoint.
+constexpr char kDefaultOut[] = "pos-embed";
 
 namespace fs = std::filesystem;
 
@@ -51,17 +55,14 @@ std::string caption(int64_t grid, int64_t source_grid) {
 }  // namespace
 
 int run_pos_embed(const PosEmbedOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  const LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   torch::Tensor pos_embed = loaded.model->pos_embed.detach();  // (1, 1 + g*g, D)
   const int64_t source_grid = pos_embed_grid(pos_embed);
   if (o.interpolate) pos_embed = resize_pos_embed(pos_embed, *o.interpolate);
   const int64_t grid = pos_embed_grid(pos_embed);
   const torch::Tensor similarity = pos_embed_similarity(pos_embed);  // (g*g, g*g)
 
-  const fs::path out =
-      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "pos-embed";
+  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
   nlohmann::json json = {{"grid", grid}, {"checkpoint", loaded.path}};
   if (o.interpolate) json["interpolated_from"] = source_grid;
   json["similarity"] = to_rows(similarity);
@@ -78,19 +79,15 @@ int run_pos_embed(const PosEmbedOptions& o) {
 }
 
 std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli) {
-  auto options = std::make_shared<PosEmbedOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "pos-embed", "Cosine similarity of the position embeddings (ViT paper, Fig. 7 centre)");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/false);
+  auto [options, cmd] = add_command<PosEmbedOptions>(
+      cli, "pos-embed", "Cosine similarity of the position embeddings (ViT paper, Fig. 7 centre)",
+      run_pos_embed);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kBesideCheckpoint,
+                           "pos_embed.json and pos_embed.png", kDefaultOut);
   cmd->add_option("--interpolate", options->interpolate,
                   "resize the embedding to an S x S patch grid first (2-D bicubic, as vit train "
                   "--init does for another image size)")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  cmd->add_option("--out", options->out,
-                  "output folder for pos_embed.json and pos_embed.png (default: pos-embed next to "
-                  "the checkpoint)");
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_pos_embed(*options); }});
   return options;
 }
 

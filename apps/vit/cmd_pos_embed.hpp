@@ -1,14 +1,12 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 struct PosEmbedOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::optional<int64_t> interpolate;     // --interpolate S: resize to an S x S grid first
-  std::string out;                        // --out DIR (default: pos-embed next to the checkpoint)
+  ModelSource model;                   // --checkpoint, --config, --out
+  std::optional<int64_t> interpolate;  // --interpolate S: resize to an S x S grid first
 };
 
 std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/train/precision.hpp"
 
 namespace vit::cli {
@@ -20,9 +21,7 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 }
 
 int run_predict(const PredictOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const int64_t classes = loaded.config.model.num_classes;
   int64_t k = o.topk;
@@ -73,10 +72,9 @@ int run_predict(const PredictOptions& o) {
 }  // namespace
 
 std::shared_ptr<PredictOptions> register_predict(Cli& cli) {
-  auto options = std::make_shared<PredictOptions>();
-  auto* cmd =
-      cli.app().add_subcommand("predict", "Classify images with a checkpoint (top-K classes)");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/false);
+  auto [options, cmd] = add_command<PredictOptions>(
+      cli, "predict", "Classify images with a checkpoint (top-K classes)", run_predict);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kNone);
   cmd->add_option("--images", options->images, "image files (any size and channel count)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -85,8 +83,6 @@ std::shared_ptr<PredictOptions> register_predict(Cli& cli) {
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "print a JSON array");
   add_precision_option(*cmd, options->precision);
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_predict(*options); }});
   return options;
 }
 

@@ -1,16 +1,15 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 struct PredictOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::vector<std::string> images;        // --images FILE...
-  int64_t topk = 5;                       // --topk K
-  bool json = false;                      // --json
-  std::string precision = "auto";         // --precision auto|fp32|bf16|fp16
+  ModelSource model;                // --checkpoint, --config, --out
+  std::vector<std::string> images;  // --images FILE...
+  int64_t topk = 5;                 // --topk K
+  bool json = false;                // --json
+  std::string precision = "auto";   // --precision auto|fp32|bf16|fp16
 };
 
 std::shared_ptr<PredictOptions> register_predict(Cli& cli);

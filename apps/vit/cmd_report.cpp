@@ -53,8 +53,8 @@ template <typename Options>
 Options analysis(const ReportOptions& o, const std::string& checkpoint, const fs::path& out) {
   Options options;
   options.common = o.common;
-  options.checkpoint = checkpoint;
-  options.out = out.string();
+  options.model.checkpoint = checkpoint;
+  options.model.out = out.string();
   return options;
 }
 
@@ -97,16 +97,14 @@ int run_report(const ReportOptions& o) {
 }
 
 std::shared_ptr<ReportOptions> register_report(Cli& cli) {
-  auto options = std::make_shared<ReportOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "report", "One self-contained report.html of a training run, with every analysis");
+  auto [options, cmd] = add_command<ReportOptions>(
+      cli, "report", "One self-contained report.html of a training run, with every analysis",
+      run_report);
   cmd->add_option("--run", options->run, "the run folder vit train wrote")->capture_default_str();
   cmd->add_option("--samples", options->samples,
                   "validation images shown with rollout and saliency maps")
       ->check(at_least_one())
       ->capture_default_str();
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_report(*options); }});
   return options;
 }
 

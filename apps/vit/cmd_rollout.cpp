@@ -12,6 +12,7 @@
 #include "analysis_inputs.hpp"
 #include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/analysis/rollout.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/heatmap.hpp"
@@ -88,9 +89,7 @@ CLI::Validator discard_ratio_check() {
 }  // namespace
 
 int run_rollout(const RolloutCommandOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const Config& config = loaded.config;
   const RolloutOptions options = analysis_options(o, config);
   const AnalysisInputs inputs =
@@ -116,22 +115,21 @@ int run_rollout(const RolloutCommandOptions& o) {
     m.image = inputs.pixels[static_cast<int64_t>(i)];
     if (inputs.labels.defined()) m.label = inputs.labels[static_cast<int64_t>(i)].item<int64_t>();
     m.picture = io::heatmap_beside(m.image, m.mask);
-    io::write_png(fs::path(o.out) / m.file, m.picture);
+    io::write_png(fs::path(o.model.out) / m.file, m.picture);
   }
-  io::write_png(fs::path(o.out) / "grid.png", rollout_grid(maps, options, loaded.class_names));
-  write_text_atomically((fs::path(o.out) / "rollout.json").string(),
+  io::write_png(fs::path(o.model.out) / "grid.png",
+                rollout_grid(maps, options, loaded.class_names));
+  write_text_atomically((fs::path(o.model.out) / "rollout.json").string(),
                         rollout_json(maps, options, config.model.grid(), loaded).dump(2) + "\n");
-  spdlog::info("wrote {} rollout maps, grid.png and rollout.json to {}", maps.size(), o.out);
+  spdlog::info("wrote {} rollout maps, grid.png and rollout.json to {}", maps.size(), o.model.out);
   return 0;
 }
 
 std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli) {
-  auto options = std::make_shared<RolloutCommandOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "rollout", "Attention rollout maps of validation samples or your images");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
-  cmd->add_option("--out", options->out, "output folder: one PNG per map, grid.png, rollout.json")
-      ->required();
+  auto [options, cmd] = add_command<RolloutCommandOptions>(
+      cli, "rollout", "Attention rollout maps of validation samples or your images", run_rollout);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kRequired,
+                           "one PNG per map, grid.png and rollout.json");
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
   cmd->add_option("--head-fusion", options->head_fusion,
                   "how heads are fused: mean | max | min (default analysis.head_fusion)")
@@ -140,8 +138,6 @@ std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli) {
          "--discard-ratio", options->discard_ratio,
          "fraction of the weakest patch links dropped per layer (default analysis.discard_ratio)")
       ->check(discard_ratio_check());
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_rollout(*options); }});
   return options;
 }
 

@@ -1,16 +1,14 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 // Named apart from vit::RolloutOptions, the analysis settings these flags fill.
 struct RolloutCommandOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::string out;                        // --out DIR (required)
-  std::optional<int64_t> samples;         // --samples N (default analysis.rollout_samples)
-  std::vector<std::string> images;        // --images FILE... (instead of --samples)
+  ModelSource model;                // --checkpoint, --config, --out
+  std::optional<int64_t> samples;   // --samples N (default analysis.rollout_samples)
+  std::vector<std::string> images;  // --images FILE... (instead of --samples)
   std::optional<std::string>
       head_fusion;  // --head-fusion mean|max|min (default analysis.head_fusion)
   std::optional<double>

@@ -17,6 +17,7 @@
 #include "analysis_inputs.hpp"
 #include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
+#include "model_source.hpp"
 #include "vit/analysis/saliency.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
@@ -26,6 +27,9 @@
 
 namespace vit::cli {
 namespace {
+
+// Where the files go without --out: a folder of this name next to the checkpoint.
+constexpr char kDefaultOut[] = "saliency";
 
 namespace fs = std::filesystem;
 
@@ -126,9 +130,7 @@ void check_target(std::optional<int64_t> target, const ModelConfig& model) {
 }  // namespace
 
 int run_saliency(const SaliencyOptions& o) {
-  apply_common_options(o.common);
-  const c10::Device device = chosen_device(o.common);
-  LoadedModel loaded = open_checkpoint(o.checkpoint, o.config, device);
+  auto [device, loaded] = open_model(o.common, o.model);
   const Config& config = loaded.config;
   check_target(o.target_class, config.model);
   const SaliencyMethod method = parse_saliency_method(o.method);
@@ -137,8 +139,7 @@ int run_saliency(const SaliencyOptions& o) {
                              o.common.seed.value_or(config.seed), config);
 
   std::vector<SaliencyMap> maps = compute_maps(loaded, inputs, method, o.target_class, device);
-  const fs::path out =
-      !o.out.empty() ? fs::path(o.out) : fs::path(loaded.path).parent_path() / "saliency";
+  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
   std::vector<OverlayPicture> pictures;
   for (size_t i = 0; i < maps.size(); ++i) {
     SaliencyMap& m = maps[i];
@@ -164,13 +165,10 @@ int run_saliency(const SaliencyOptions& o) {
 }
 
 std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
-  auto options = std::make_shared<SaliencyOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "saliency", "Gradient saliency maps of validation samples or your images");
-  add_checkpoint_options(*cmd, options->checkpoint, options->config, /*reads_data=*/true);
-  cmd->add_option("--out", options->out,
-                  "output folder: one PNG per map, grid.png, saliency.json and .csv (default: "
-                  "saliency next to the checkpoint)");
+  auto [options, cmd] = add_command<SaliencyOptions>(
+      cli, "saliency", "Gradient saliency maps of validation samples or your images", run_saliency);
+  add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
+                           "one PNG per map, grid.png, saliency.json and .csv", kDefaultOut);
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
   cmd->add_option("--method", options->method,
                   "grad: |d logit/d x| (max over channels); grad-x-input: |sum_c x * d logit/d x|; "
@@ -180,8 +178,6 @@ std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
   cmd->add_option("--class", options->target_class,
                   "class index K to explain (default: each image's predicted class)")
       ->check(CLI::NonNegativeNumber);
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_saliency(*options); }});
   return options;
 }
 

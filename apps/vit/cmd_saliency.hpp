@@ -1,17 +1,15 @@
 #pragma once
-#include "cli.hpp"
+#include "model_source.hpp"
 
 namespace vit::cli {
 
 struct SaliencyOptions {
   CommonOptions common;
-  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
-  std::optional<std::string> config;      // --config FILE (timm safetensors only)
-  std::string out;                        // --out DIR (default: saliency next to the checkpoint)
-  std::optional<int64_t> samples;         // --samples N (default analysis.rollout_samples)
-  std::vector<std::string> images;        // --images FILE... (instead of --samples)
-  std::string method = "grad-rollout";    // --method grad|grad-x-input|grad-rollout
-  std::optional<int64_t> target_class;    // --class K (default: each image's predicted class)
+  ModelSource model;                    // --checkpoint, --config, --out
+  std::optional<int64_t> samples;       // --samples N (default analysis.rollout_samples)
+  std::vector<std::string> images;      // --images FILE... (instead of --samples)
+  std::string method = "grad-rollout";  // --method grad|grad-x-input|grad-rollout
+  std::optional<int64_t> target_class;  // --class K (default: each image's predicted class)
 };
 
 std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli);

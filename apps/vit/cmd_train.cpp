@@ -183,9 +183,8 @@ int run_train(const TrainOptions& o) {
 }  // namespace
 
 std::shared_ptr<TrainOptions> register_train(Cli& cli) {
-  auto options = std::make_shared<TrainOptions>();
-  auto* cmd = cli.app().add_subcommand(
-      "train", "Train a ViT from a JSON config (early stopping, checkpoints)");
+  auto [options, cmd] = add_command<TrainOptions>(
+      cli, "train", "Train a ViT from a JSON config (early stopping, checkpoints)", run_train);
   cmd->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
   cmd->add_option("--set", options->overrides, "override a config key, e.g. --set train.epochs=5");
   cmd->add_option("--out", options->out, "run folder (default: runs/<name>-<timestamp>)");
@@ -201,8 +200,6 @@ std::shared_ptr<TrainOptions> register_train(Cli& cli) {
   cmd->add_option("--profile-steps", options->profile_steps, "steps to profile (--profile)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  add_common_options(*cmd, options->common);
-  cli.add({cmd, [options] { return run_train(*options); }});
   return options;
 }
 

@@ -8,11 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
   // Logs are for people and go to stderr; stdout carries --json output and tables.
   spdlog::set_default_logger(spdlog::stderr_color_mt("vit"));
   vit::cli::Cli cli;
+  vit::cli::register_all_commands(cli);
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,4 +1,5 @@
 #include "cmd_attn_distance.hpp"
+#include "commands.hpp"
 
 #include <unistd.h>
 
@@ -24,32 +25,32 @@ using testing::read_lines;
 using testing::run_vit;
 
 TEST(AttnDistanceCli, GoodFlagsSetTheRightFields) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_attn_distance(cli);
   const std::string file = std::string(VIT_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
   cli.parse(
       {"attn-distance", "--checkpoint", file, "--samples", "32", "--out", "d", "--renormalize"});
-  EXPECT_EQ(o->checkpoint, file);
+  EXPECT_EQ(o->model.checkpoint, file);
   EXPECT_EQ(o->samples, 32);
-  EXPECT_EQ(o->out, "d");
+  EXPECT_EQ(o->model.out, "d");
   EXPECT_EQ(o->renormalize, std::optional<bool>(true));
   EXPECT_TRUE(o->images.empty());
 }
 
 TEST(AttnDistanceCli, NoRenormalizeSetsFalseSoItCanOverrideTheConfig) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_attn_distance(cli);
   cli.parse({"attn-distance", "--no-renormalize"});
   EXPECT_EQ(o->renormalize, std::optional<bool>(false));
 }
 
 TEST(AttnDistanceCli, LeftOutFlagsFallBackToTheConfig) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_attn_distance(cli);
   cli.parse({"attn-distance"});
-  EXPECT_FALSE(o->checkpoint.has_value());
+  EXPECT_FALSE(o->model.checkpoint.has_value());
   EXPECT_FALSE(o->samples.has_value());
-  EXPECT_EQ(o->out, "");
+  EXPECT_EQ(o->model.out, "");
   EXPECT_FALSE(o->renormalize.has_value());
 }
 
@@ -67,6 +68,7 @@ TEST(AttnDistanceCli, BadFlagsFail) {
   };
   for (const auto& args : bad) {
     Cli cli;
+    register_all_commands(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << ::testing::PrintToString(args);
   }
 }

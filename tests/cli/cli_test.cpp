@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cmd_info.hpp"
+#include "commands.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {
@@ -11,7 +12,7 @@ namespace {
 const std::string kConfig = std::string(VIT_SOURCE_DIR) + "/configs/cifar10.json";
 
 TEST(Cli, GoodFlagsSetTheRightFields) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto info = register_info(cli);
   cli.parse({"info", "--config", kConfig, "--json", "--set", "model.depth=2", "--set",
              "train.lr=0.1", "--device", "cpu", "--threads", "2", "--seed", "7"});
@@ -25,7 +26,7 @@ TEST(Cli, GoodFlagsSetTheRightFields) {
 }
 
 TEST(Cli, DefaultsWhenFlagsAreLeftOut) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto info = register_info(cli);
   cli.parse({"info", "--config", kConfig});
   EXPECT_FALSE(info->json);
@@ -51,17 +52,18 @@ TEST(Cli, BadFlagsFail) {
   };
   for (const auto& args : bad) {
     Cli cli;
+    register_all_commands(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << ::testing::PrintToString(args);
   }
 }
 
 // --threads shares the config's bound, kMaxThreads.
 TEST(Cli, ThreadsHaveAnUpperBound) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto info = register_info(cli);
   cli.parse({"info", "--config", kConfig, "--threads", "1024"});
   EXPECT_EQ(info->common.threads, 1024);
-  Cli too_many(/*register_all=*/false);
+  Cli too_many;
   register_info(too_many);
   try {
     too_many.parse({"info", "--config", kConfig, "--threads", "5000"});
@@ -73,6 +75,7 @@ TEST(Cli, ThreadsHaveAnUpperBound) {
 
 TEST(Cli, EveryCommandHasHelp) {
   Cli cli;
+  register_all_commands(cli);
   for (const auto* sub : cli.app().get_subcommands({})) {
     EXPECT_FALSE(sub->get_description().empty()) << sub->get_name();
     EXPECT_NE(sub->help().find("--device"), std::string::npos) << sub->get_name();

@@ -14,7 +14,7 @@ namespace vit::cli {
 namespace {
 
 std::string printed(const std::vector<std::string>& args) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   register_config(cli);
   cli.parse(args);
   ::testing::internal::CaptureStdout();
@@ -68,7 +68,7 @@ TEST(ConfigCommand, AskingForBothOrNeitherIsAnError) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"config"},
         std::vector<std::string>{"config", "--defaults", "--reference"}}) {
-    Cli cli(/*register_all=*/false);
+    Cli cli;
     register_config(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError);
   }

@@ -16,8 +16,8 @@
 
 #include "process.hpp"
 #include "trained_checkpoint.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

@@ -13,11 +13,11 @@
 
 #include "error_of.hpp"
 #include "vit/error.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/optimizer.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/safetensors.hpp"
 #include "vit/weights/weights.hpp"
-#include "vit/train/checkpoint.hpp"
-#include "vit/train/optimizer.hpp"
 
 namespace vit::cli {
 namespace {
@@ -72,7 +72,7 @@ class Export : public ::testing::Test {
 };
 
 int run_export(const std::vector<std::string>& args) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   register_export(cli);
   std::vector<std::string> full = {"export"};
   full.insert(full.end(), args.begin(), args.end());
@@ -204,7 +204,7 @@ TEST(ExportFlags, CheckpointAndOutAreRequired) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"export", "--out", "x.safetensors"},
         std::vector<std::string>{"export", "--checkpoint", "x.pt"}}) {
-    Cli cli(/*register_all=*/false);
+    Cli cli;
     register_export(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << ::testing::PrintToString(args);
   }

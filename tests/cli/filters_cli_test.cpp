@@ -24,16 +24,16 @@ using testing::read_lines;
 using testing::run_vit;
 
 TEST(FiltersCli, FlagsAndDefaults) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_filters(cli);
   cli.parse({"filters", "--count", "5", "--out", "d"});
   EXPECT_EQ(o->count, 5);
-  EXPECT_EQ(o->out, "d");
-  Cli defaults(/*register_all=*/false);
+  EXPECT_EQ(o->model.out, "d");
+  Cli defaults;
   auto d = register_filters(defaults);
   defaults.parse({"filters"});
   EXPECT_EQ(d->count, 28);
-  EXPECT_FALSE(d->checkpoint.has_value());
+  EXPECT_FALSE(d->model.checkpoint.has_value());
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"filters", "--count", "0"},
                                              {"filters", "--count", "x"},

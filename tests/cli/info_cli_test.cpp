@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 // Runs `vit info ARGS --json` in-process and parses what it prints.
 nlohmann::json info_json(std::vector<std::string> args) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   register_info(cli);
   args.insert(args.begin(), "info");
   args.push_back("--json");

@@ -1,4 +1,5 @@
 #include "cmd_pos_embed.hpp"
+#include "commands.hpp"
 
 #include <unistd.h>
 
@@ -24,22 +25,22 @@ using testing::read_json;
 using testing::run_vit;
 
 TEST(PosEmbedCli, GoodFlagsSetTheRightFields) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_pos_embed(cli);
   const std::string file = std::string(VIT_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
   cli.parse({"pos-embed", "--checkpoint", file, "--interpolate", "12", "--out", "d"});
-  EXPECT_EQ(o->checkpoint, file);
+  EXPECT_EQ(o->model.checkpoint, file);
   EXPECT_EQ(o->interpolate, 12);
-  EXPECT_EQ(o->out, "d");
+  EXPECT_EQ(o->model.out, "d");
 }
 
 TEST(PosEmbedCli, LeftOutFlagsUseTheDefaults) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_pos_embed(cli);
   cli.parse({"pos-embed"});
-  EXPECT_FALSE(o->checkpoint.has_value());
+  EXPECT_FALSE(o->model.checkpoint.has_value());
   EXPECT_FALSE(o->interpolate.has_value());
-  EXPECT_EQ(o->out, "");
+  EXPECT_EQ(o->model.out, "");
 }
 
 TEST(PosEmbedCli, BadFlagsFail) {
@@ -51,6 +52,7 @@ TEST(PosEmbedCli, BadFlagsFail) {
   };
   for (const auto& args : bad) {
     Cli cli;
+    register_all_commands(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << ::testing::PrintToString(args);
   }
 }

@@ -1,4 +1,5 @@
 #include "cmd_rollout.hpp"
+#include "commands.hpp"
 
 #include <unistd.h>
 
@@ -25,13 +26,13 @@ using testing::read_json;
 using testing::run_vit;
 
 TEST(RolloutCli, GoodFlagsSetTheRightFields) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_rollout(cli);
   const std::string ckpt = std::string(VIT_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
   cli.parse({"rollout", "--checkpoint", ckpt, "--out", "maps", "--samples", "9", "--head-fusion",
              "max", "--discard-ratio", "0.9", "--seed", "4"});
-  EXPECT_EQ(o->checkpoint, ckpt);
-  EXPECT_EQ(o->out, "maps");
+  EXPECT_EQ(o->model.checkpoint, ckpt);
+  EXPECT_EQ(o->model.out, "maps");
   EXPECT_EQ(o->samples, 9);
   EXPECT_TRUE(o->images.empty());
   EXPECT_EQ(o->head_fusion, "max");
@@ -40,11 +41,11 @@ TEST(RolloutCli, GoodFlagsSetTheRightFields) {
 }
 
 TEST(RolloutCli, LeftOutFlagsFallBackToTheConfig) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_rollout(cli);
   const std::string image = std::string(VIT_SOURCE_DIR) + "/CMakeLists.txt";
   cli.parse({"rollout", "--out", "maps", "--images", image, image});
-  EXPECT_FALSE(o->checkpoint.has_value());
+  EXPECT_FALSE(o->model.checkpoint.has_value());
   EXPECT_FALSE(o->samples.has_value());
   EXPECT_FALSE(o->head_fusion.has_value());
   EXPECT_FALSE(o->discard_ratio.has_value());
@@ -68,6 +69,7 @@ TEST(RolloutCli, BadFlagsFail) {
   };
   for (const auto& args : bad) {
     Cli cli;
+    register_all_commands(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << ::testing::PrintToString(args);
   }
 }
@@ -75,7 +77,9 @@ TEST(RolloutCli, BadFlagsFail) {
 TEST(RolloutCli, BadNumbersSayWhatIsExpected) {
   const auto error_of = [](const std::vector<std::string>& args) -> std::string {
     try {
-      Cli().parse(args);
+      Cli cli;
+      register_rollout(cli);
+      cli.parse(args);
     } catch (const CLI::ParseError& e) {
       return e.what();
     }

@@ -26,13 +26,13 @@ using testing::read_json;
 using testing::run_vit;
 
 TEST(SaliencyCli, FlagsAndDefaults) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto o = register_saliency(cli);
   cli.parse({"saliency", "--method", "grad", "--class", "3", "--samples", "4", "--out", "d"});
   EXPECT_EQ(o->method, "grad");
   EXPECT_EQ(o->target_class, 3);
   EXPECT_EQ(o->samples, 4);
-  Cli defaults(/*register_all=*/false);
+  Cli defaults;
   auto d = register_saliency(defaults);
   defaults.parse({"saliency"});
   EXPECT_EQ(d->method, "grad-rollout");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "vit/config.hpp"
 #include "vit/data/load.hpp"
 #include "vit/train/trainer.hpp"
@@ -82,6 +83,7 @@ inline std::string train_tiny_checkpoint(const Config& config, const fs::path& r
 // Parses and runs one command in-process, as main() would (but exceptions propagate).
 inline int run_vit(const std::vector<std::string>& args) {
   cli::Cli cli;
+  cli::register_all_commands(cli);
   cli.parse(args);
   return cli.run();
 }

@@ -36,7 +36,7 @@ class CmdDataTest : public ::testing::Test {
 };
 
 TEST_F(CmdDataTest, PrintsTheJsonContractAndWritesSamples) {
-  Cli cli(/*register_all=*/false);
+  Cli cli;
   auto options = register_data(cli);
   cli.parse({"data", "--config", std::string(VIT_SOURCE_DIR) + "/configs/cifar10.json", "--set",
              "data.root=" + root_.string(), "--set", "data.val_size=50", "--set",

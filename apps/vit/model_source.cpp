@@ -1,0 +1,30 @@
+#include "model_source.hpp"
+
+#include "model_inputs.hpp"
+
+namespace vit::cli {
+
+void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_data, OutFolder out,
+                              const std::string& holds, const std::string& default_name) {
+  add_checkpoint_options(cmd, source.checkpoint, source.config, reads_data);
+  if (out == OutFolder::kNone) return;
+  std::string help = "output folder for " + holds;
+  if (out == OutFolder::kBesideCheckpoint)
+    help += " (default: " + default_name + " next to the checkpoint)";
+  auto* option = cmd.add_option("--out", source.out, help);
+  if (out == OutFolder::kRequired) option->required();
+}
+
+OpenedModel open_model(const CommonOptions& common, const ModelSource& source) {
+  apply_common_options(common);
+  const c10::Device device = chosen_device(common);
+  return {device, open_checkpoint(source.checkpoint, source.config, device)};
+}
+
+std::filesystem::path output_folder(const ModelSource& source, const LoadedModel& loaded,
+                                    const std::string& default_name) {
+  if (!source.out.empty()) return source.out;
+  return std::filesystem::path(loaded.path).parent_path() / default_name;
+}
+
+}  // namespace vit::cli

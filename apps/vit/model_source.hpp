@@ -1,0 +1,49 @@
+#pragma once
+// What the commands that read a model share: --checkpoint, --config and
+// --out, how they open the model, and where their files go by default.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "cli.hpp"
+#include "vit/weights/checkpoint.hpp"
+
+namespace vit::cli {
+
+struct ModelSource {
+  std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)
+  std::optional<std::string> config;      // --config FILE (a timm .safetensors file's architecture)
+  std::string out;                        // --out DIR (default: see output_folder)
+};
+
+// How a command takes --out.
+enum class OutFolder {
+  kNone,              // no --out: the command prints
+  kBesideCheckpoint,  // optional, default a folder next to the checkpoint
+  kRequired,
+};
+
+// --checkpoint, --config (the architecture of a timm file, and with
+// `reads_data` its data too) and, unless kNone, --out, whose help says what
+// the folder receives (`holds`) and, for kBesideCheckpoint, its default
+// `default_name` next to the checkpoint.
+void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_data, OutFolder out,
+                              const std::string& holds = "", const std::string& default_name = "");
+
+struct OpenedModel {
+  c10::Device device;
+  LoadedModel loaded;  // in eval mode, on `device`
+};
+
+// The opening of every command that reads a model: the common options
+// (threads, seed, log level), the device, and the checkpoint it names or
+// runs/latest/best.pt, logged.
+OpenedModel open_model(const CommonOptions& common, const ModelSource& source);
+
+// The one default-output rule: --out, or `default_name` in the checkpoint's folder.
+std::filesystem::path output_folder(const ModelSource& source, const LoadedModel& loaded,
+                                    const std::string& default_name);
+
+}  // namespace vit::cli
