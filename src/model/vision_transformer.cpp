@@ -99,19 +99,11 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
   proj_drop = register_module("proj_drop", torch::nn::Dropout(cfg.dropout));
 }
 
-std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
-  // q, k, v: (B, H, N, Dh)
-  return vit::split_heads(linear(qkv, x), /*parts=*/3, heads_, head_dim_);
-}
-
-torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
-  const int64_t B = x.size(0), N = x.size(2);
-  return x
-      .transpose(1, 2)                       // (B, N, H, Dh)
-      .reshape({B, N, heads_ * head_dim_});  // (B, N, I)
-}
-
-std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::Tensor& x) {
+std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x,
+                                                      AttentionCall::Queries queries) {
+  if (queries == AttentionCall::Queries::kAll)  // q, k, v: (B, H, N, Dh)
+    return vit::split_heads(linear(qkv, x), /*parts=*/3, heads_, head_dim_);
+  // The class token's query alone: only the q rows of its one token.
   const int64_t B = x.size(0), I = heads_ * head_dim_;
   const auto& weight = compute_weight(qkv->weight);  // (3I, D): the rows of q, then k, then v
   const auto& bias = compute_weight(qkv->bias);
@@ -127,7 +119,14 @@ std::vector<torch::Tensor> AttentionImpl::split_heads_class_query(const torch::T
   return {q, kv[0], kv[1]};
 }
 
-std::pair<torch::Tensor, torch::Tensor> AttentionImpl::attend_explicitly(
+torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
+  const int64_t B = x.size(0), Nq = x.size(2);
+  return x
+      .transpose(1, 2)                        // (B, Nq, H, Dh)
+      .reshape({B, Nq, heads_ * head_dim_});  // (B, Nq, I)
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::explicit_softmax(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     torch::ScalarType probs_dtype) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
@@ -140,8 +139,8 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::attend_explicitly(
   return {out.view(q.sizes()), attn};
 }
 
-torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
-                                    const torch::Tensor& v) {
+torch::Tensor AttentionImpl::fused(const torch::Tensor& q, const torch::Tensor& k,
+                                   const torch::Tensor& v) {
 #if TORCH_VERSION_MAJOR >= 2
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
                                           /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
@@ -149,45 +148,30 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
 #else
   // The probabilities straight in the product's dtype where that is bf16.
   const auto probs_dtype = v.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
-  return attend_explicitly(q, k, v, probs_dtype).first;
+  return explicit_softmax(q, k, v, probs_dtype).first;
 #endif
 }
 
-std::pair<torch::Tensor, torch::Tensor> AttentionImpl::forward_with_attention(
-    const torch::Tensor& x) {
-  const auto qkv_heads = split_heads(x);
-  // The softmax runs in fp32 even under bf16 autocast, so the probabilities
-  // handed to the analyses sum to 1 at full precision.
-  auto [out, attn] =
-      attend_explicitly(qkv_heads[0], qkv_heads[1], qkv_heads[2], /*probs_dtype=*/torch::kFloat);
-  return {proj_drop(linear(proj, merge_heads(out))), attn};
-}
-
-torch::Tensor AttentionImpl::attended(const torch::Tensor& x) {
-  const auto qkv_heads = split_heads(x);
-  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));
-}
-
-torch::Tensor AttentionImpl::class_token_attended(const torch::Tensor& x) {
-  const auto qkv_heads = split_heads_class_query(x);
-  return merge_heads(attend(qkv_heads[0], qkv_heads[1], qkv_heads[2]));
+AttentionResult AttentionImpl::attend(const torch::Tensor& x, const AttentionCall& call) {
+  const auto qkv_heads = split_heads(x, call.queries);
+  const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
+  AttentionResult result;
+  torch::Tensor attended;  // (B, H, Nq, Dh)
+  if (call.probabilities) {
+    // The softmax runs in fp32 even under bf16 autocast, so the probabilities
+    // handed to the analyses sum to 1 at full precision.
+    std::tie(attended, result.probabilities) = explicit_softmax(q, k, v, torch::kFloat);
+  } else {
+    attended = fused(q, k, v);
+  }
+  const auto merged = merge_heads(attended);  // (B, Nq, I)
+  result.out = call.residual.defined() ? add_linear(call.residual, proj, proj_drop, merged)
+                                       : proj_drop(linear(proj, merged));  // (B, Nq, D)
+  return result;
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
-  return proj_drop(linear(proj, attended(x)));
-}
-
-torch::Tensor AttentionImpl::forward_class_token(const torch::Tensor& x) {
-  return proj_drop(linear(proj, class_token_attended(x)));  // (B, 1, D)
-}
-
-torch::Tensor AttentionImpl::forward_onto(const torch::Tensor& residual, const torch::Tensor& x) {
-  return add_linear(residual, proj, proj_drop, attended(x));
-}
-
-torch::Tensor AttentionImpl::forward_class_token_onto(const torch::Tensor& residual,
-                                                      const torch::Tensor& x) {
-  return add_linear(residual, proj, proj_drop, class_token_attended(x));  // (B, 1, D)
+  return attend(x, {}).out;
 }
 
 MlpImpl::MlpImpl(const ModelConfig& cfg) {
@@ -211,22 +195,19 @@ BlockImpl::BlockImpl(const ModelConfig& cfg) {
   mlp = register_module("mlp", Mlp(cfg));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& input) {
-  auto x = attn->forward_onto(input, normalized_for_linear(norm1, input));
-  return mlp->forward_onto(x, normalized_for_linear(norm2, x));
+torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
+  return run(x, {}).out;
 }
 
-torch::Tensor BlockImpl::forward_class_token(const torch::Tensor& input) {
-  auto x = attn->forward_class_token_onto(input.narrow(/*dim=*/1, /*start=*/0, /*length=*/1),
-                                          normalized_for_linear(norm1, input));
-  return mlp->forward_onto(x, normalized_for_linear(norm2, x));  // (B, 1, D)
-}
-
-std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_with_attention(
-    const torch::Tensor& input) {
-  auto [attended, probs] = attn->forward_with_attention(normalized_for_linear(norm1, input));
-  auto x = input + attended;
-  return {x + mlp(normalized_for_linear(norm2, x)), probs};
+// x + MSA(LN(x)), then + MLP(LN(.)). Each residual add takes the bias of the
+// layer before it, in one pass where kernels/residual runs; for the class
+// token alone, its residual is its own row.
+BlockResult BlockImpl::run(const torch::Tensor& x, AttentionCall call) {
+  const bool class_token = call.queries == AttentionCall::Queries::kClassToken;
+  call.residual = class_token ? x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) : x;
+  AttentionResult attended = attn->attend(normalized_for_linear(norm1, x), call);
+  const auto& h = attended.out;  // (B, Nq, D)
+  return {mlp->forward_onto(h, normalized_for_linear(norm2, h)), attended.probabilities};
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
@@ -268,20 +249,20 @@ torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
 }
 
 torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
-  auto x = normalized(norm, tokens);                                           // (B, N, D)
+  auto x = normalized(norm, tokens);                                                // (B, N, D)
   auto pooled = cfg_.pool == Pool::kMean ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
-                                    : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
-  return linear(head, pooled);                                                 // (B, K)
+                                         : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
+  return linear(head, pooled);                                                      // (B, K)
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
-  auto x = embed(images);
-  const bool head_reads_class_token_only = cfg_.pool == Pool::kCls;
+  auto x = embed(images);  // (B, N, D)
   for (size_t i = 0; i < blocks->size(); ++i) {
-    auto* block = blocks[i]->as<Block>();
+    AttentionCall call;
+    // The head reads the class token alone: the last block computes no other row.
     const bool last = i + 1 == blocks->size();
-    x = last && head_reads_class_token_only ? block->forward_class_token(x)  // (B, 1, D)
-                                            : block->forward(x);             // (B, N, D)
+    if (last && cfg_.pool == Pool::kCls) call.queries = AttentionCall::Queries::kClassToken;
+    x = blocks[i]->as<Block>()->run(x, call).out;  // (B, N, D), the last (B, 1, D)
   }
   return classify(x);
 }
@@ -289,10 +270,12 @@ torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
 LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Tensor& images) {
   LogitsAndAttention out;
   auto x = embed(images);
+  AttentionCall call;
+  call.probabilities = true;
   for (const auto& block : *blocks) {
-    auto [next, probs] = block->as<Block>()->forward_with_attention(x);
-    x = next;
-    out.attention.push_back(probs);
+    BlockResult r = block->as<Block>()->run(x, call);
+    x = r.out;
+    out.attention.push_back(r.probabilities);
   }
   out.logits = classify(x);
   return out;

@@ -209,8 +209,19 @@ TEST(VisionTransformer, AttentionMatchesAHandComputation) {
   const auto expected_probs = torch::stack(probs, /*dim=*/1);  // (B, H, N, N)
 
   const auto fast = attn->forward(x);
-  const auto [out, attention] = attn->forward_with_attention(x);
-  const auto class_token = attn->forward_class_token(x);
+  AttentionCall with_probabilities;
+  with_probabilities.probabilities = true;
+  const AttentionResult explicit_path = attn->attend(x, with_probabilities);
+  const auto& out = explicit_path.out;
+  const auto& attention = explicit_path.probabilities;
+  AttentionCall class_token_only;
+  class_token_only.queries = AttentionCall::Queries::kClassToken;
+  const auto class_token = attn->attend(x, class_token_only).out;
+  // The residual stream, added with the projection's bias.
+  AttentionCall onto = with_probabilities;
+  onto.residual = torch::randn({B, N, D});
+  EXPECT_LT((attn->attend(x, onto).out - (onto.residual + expected)).abs().max().item<double>(),
+            1e-5);
   ASSERT_EQ(fast.sizes(), (std::vector<int64_t>{B, N, D}));
   ASSERT_EQ(class_token.sizes(), (std::vector<int64_t>{B, 1, D}));
   EXPECT_LT((class_token - expected.narrow(/*dim=*/1, 0, 1)).abs().max().item<double>(), 1e-5);

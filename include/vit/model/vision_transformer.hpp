@@ -28,43 +28,50 @@ class PatchEmbedImpl : public torch::nn::Module {
 };
 TORCH_MODULE(PatchEmbed);
 
+// Which queries an attention layer computes, and what it returns.
+struct AttentionCall {
+  // Every token's row, or the class token's alone: with pool "cls" the last
+  // block needs nothing else, for about 3/4 less of its work.
+  enum class Queries { kAll, kClassToken } queries = Queries::kAll;
+  // Also return the probabilities (B,H,Nq,N), from an explicit softmax in
+  // fp32 (the analyses' path); otherwise the fastest kernel runs.
+  bool probabilities = false;
+  // Added to the output: the residual stream, so that the output projection's
+  // bias joins the residual add in one pass (kernels/residual). Undefined:
+  // nothing is added.
+  torch::Tensor residual;
+};
+
+struct AttentionResult {
+  torch::Tensor out;            // (B,Nq,D): Nq = N, or 1 for the class token alone
+  torch::Tensor probabilities;  // (B,H,Nq,N) when asked for, rows sum to 1
+};
+
 // Multi-head self-attention with a fused qkv projection. (B,N,D) -> (B,N,D)
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const ModelConfig& cfg);
-  // Fast path: the fused kernel on LibTorch >= 2.0, the explicit softmax before.
+  // MSA(x) = softmax(q k^T / sqrt(Dh)) v, then the output projection.
   torch::Tensor forward(const torch::Tensor& x);
-  // Explicit softmax; also returns the attention probabilities (B,H,N,N).
-  std::pair<torch::Tensor, torch::Tensor> forward_with_attention(const torch::Tensor& x);
-  // The class token's row of forward(x) alone: its query against every
-  // token's key and value. (B,N,D) -> (B,1,D)
-  torch::Tensor forward_class_token(const torch::Tensor& x);
-  // residual + forward(x), and residual + forward_class_token(x): the output
-  // projection's bias joins the residual add (kernels/residual).
-  torch::Tensor forward_onto(const torch::Tensor& residual, const torch::Tensor& x);
-  torch::Tensor forward_class_token_onto(const torch::Tensor& residual, const torch::Tensor& x);
+  // The same, with the choices of AttentionCall: the one attention function.
+  AttentionResult attend(const torch::Tensor& x, const AttentionCall& call);
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   torch::nn::Dropout attn_drop{nullptr}, proj_drop{nullptr};
 
  private:
-  // (B,N,D) -> q, k, v each (B,H,N,Dh)
-  std::vector<torch::Tensor> split_heads(const torch::Tensor& x);
-  // (B,N,D) -> q (B,H,1,Dh) of the class token, k and v (B,H,N,Dh) of every token
-  std::vector<torch::Tensor> split_heads_class_query(const torch::Tensor& x);
-  // softmax(q k^T / sqrt(Dh)) v: (B,H,Nq,Dh) with the fused kernel on LibTorch >= 2.0
-  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+  // (B,N,D) -> q, k, v each (B,H,N,Dh); q (B,H,1,Dh) of the class token alone
+  // for Queries::kClassToken
+  std::vector<torch::Tensor> split_heads(const torch::Tensor& x, AttentionCall::Queries queries);
+  // softmax(q k^T / sqrt(Dh)) v: (B,H,Nq,Dh), with the fused kernel on LibTorch >= 2.0
+  torch::Tensor fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
   // The same, explicit, with the probabilities (B,H,Nq,N), computed in fp32
   // and returned in `probs_dtype` (fp32, or bf16 to feed a bf16 product)
-  std::pair<torch::Tensor, torch::Tensor> attend_explicitly(const torch::Tensor& q,
-                                                            const torch::Tensor& k,
-                                                            const torch::Tensor& v,
-                                                            torch::ScalarType probs_dtype);
-  torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,N,Dh) -> (B,N,I)
-  // What the output projection reads: every token's attended values (B,N,I),
-  // or the class token's alone (B,1,I)
-  torch::Tensor attended(const torch::Tensor& x);
-  torch::Tensor class_token_attended(const torch::Tensor& x);
+  std::pair<torch::Tensor, torch::Tensor> explicit_softmax(const torch::Tensor& q,
+                                                           const torch::Tensor& k,
+                                                           const torch::Tensor& v,
+                                                           torch::ScalarType probs_dtype);
+  torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,Nq,Dh) -> (B,Nq,I)
   int64_t heads_, head_dim_;
   double attn_dropout_;
 };
@@ -82,14 +89,19 @@ class MlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Mlp);
 
-// Pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x)).
+struct BlockResult {
+  torch::Tensor out;            // (B,Nq,D)
+  torch::Tensor probabilities;  // (B,H,Nq,N) when asked for
+};
+
+// Pre-norm transformer block: x + MSA(LN(x)), then x + MLP(LN(x)).
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const ModelConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x);
-  std::pair<torch::Tensor, torch::Tensor> forward_with_attention(const torch::Tensor& x);
-  // The class token's row of forward(x) alone. (B,N,D) -> (B,1,D)
-  torch::Tensor forward_class_token(const torch::Tensor& x);
+  // The same, for the queries `call` names, returning the probabilities if
+  // asked (call.residual is the block's own input and is set here).
+  BlockResult run(const torch::Tensor& x, AttentionCall call);
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
