@@ -12,9 +12,9 @@
 
 #include "vit/config.hpp"
 #include "vit/io/image_io.hpp"
+#include "vit/model/vision_transformer.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/safetensors.hpp"
-#include "vit/model/vision_transformer.hpp"
 #include "vit/weights/weights.hpp"
 
 namespace fs = std::filesystem;
@@ -108,7 +108,7 @@ vit::Config tiny_config() {
   c.model.depth = 1;
   c.model.heads = 2;
   c.model.mlp_dim = 8;
-  c.data.dataset = "mnist";
+  c.data.dataset = vit::DatasetKind::kMnist;
   c.data.mean = {0.5};
   c.data.std = {0.5};
   return c;

@@ -31,6 +31,16 @@ struct EnumNames<Precision> {
                                                                 {Precision::kBf16, "bf16"},
                                                                 {Precision::kFp16, "fp16"}};
 };
+template <>
+struct EnumNames<DatasetKind> {
+  static constexpr std::pair<DatasetKind, const char*> table[] = {
+      {DatasetKind::kCifar10, "cifar10"},
+      {DatasetKind::kCifar100, "cifar100"},
+      {DatasetKind::kMnist, "mnist"},
+      {DatasetKind::kFashionMnist, "fashion-mnist"},
+      {DatasetKind::kTinyImagenet, "tiny-imagenet"},
+      {DatasetKind::kImageFolder, "image-folder"}};
+};
 
 template <typename E>
 const char* enum_name(E value) {
@@ -98,7 +108,8 @@ void for_each_field(C& c, F&& f) {
 
   auto& d = c.data;
   f("data.dataset", d.dataset,
-    "cifar10 | cifar100 | mnist | fashion-mnist | tiny-imagenet | image-folder");
+    "the format of data.root's files; also sets the defaults of data.mean, data.std and "
+    "data.augment.hflip");
   f("data.root", d.root, "folder holding the dataset's files");
   f("data.val_size", d.val_size, "training images held out for validation (stratified)");
   f("data.mean", d.mean, "per-channel mean of [0,1] pixels for normalisation; default per dataset");
@@ -410,9 +421,6 @@ void validate_model(const ModelConfig& m) {
 
 void validate_data(const DataConfig& d, const ModelConfig& m) {
   const int64_t channels = m.channels;
-  require_choice(
-      "data.dataset", d.dataset,
-      {"cifar10", "cifar100", "mnist", "fashion-mnist", "tiny-imagenet", "image-folder"});
   require(!d.root.empty(), "data.root is empty, expected the folder holding the dataset");
   require(d.val_size >= 0, "data.val_size is " + std::to_string(d.val_size) + ", expected >= 0");
   for (const auto* key : {"mean", "std"}) {
@@ -620,18 +628,26 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return c;
 }
 
-std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
-    const std::string& dataset) {
-  if (dataset == "cifar100") return {{0.5071, 0.4865, 0.4409}, {0.2673, 0.2564, 0.2762}};
-  if (dataset == "mnist") return {{0.1307}, {0.3081}};
-  if (dataset == "fashion-mnist") return {{0.2860}, {0.3530}};
-  if (dataset == "tiny-imagenet") return {{0.4802, 0.4481, 0.3975}, {0.2770, 0.2691, 0.2821}};
-  if (dataset == "image-folder") return {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
+std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(DatasetKind dataset) {
+  switch (dataset) {
+    case DatasetKind::kCifar10:
+      break;
+    case DatasetKind::kCifar100:
+      return {{0.5071, 0.4865, 0.4409}, {0.2673, 0.2564, 0.2762}};
+    case DatasetKind::kMnist:
+      return {{0.1307}, {0.3081}};
+    case DatasetKind::kFashionMnist:
+      return {{0.2860}, {0.3530}};
+    case DatasetKind::kTinyImagenet:
+      return {{0.4802, 0.4481, 0.3975}, {0.2770, 0.2691, 0.2821}};
+    case DatasetKind::kImageFolder:
+      return {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
+  }
   return {{0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616}};  // CIFAR-10
 }
 
-bool dataset_hflip_default(const std::string& dataset) {
-  return dataset != "mnist";
+bool dataset_hflip_default(DatasetKind dataset) {
+  return dataset != DatasetKind::kMnist;
 }
 
 namespace {
@@ -708,12 +724,20 @@ const char* name_of(Precision precision) {
   return enum_name(precision);
 }
 
+const char* name_of(DatasetKind dataset) {
+  return enum_name(dataset);
+}
+
 std::ostream& operator<<(std::ostream& out, Pool pool) {
   return out << name_of(pool);
 }
 
 std::ostream& operator<<(std::ostream& out, Precision precision) {
   return out << name_of(precision);
+}
+
+std::ostream& operator<<(std::ostream& out, DatasetKind dataset) {
+  return out << name_of(dataset);
 }
 
 Precision precision_named(const std::string& name, const std::string& key) {

@@ -126,9 +126,6 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"model.attn_dropout=1", "model.attn_dropout is 1.000000, expected a value in [0, 1)"},
       {"model.layer_norm_eps=0", "model.layer_norm_eps is 0.000000, expected > 0"},
 
-      {"data.dataset=imagenet",
-       "data.dataset is 'imagenet', expected cifar10 | cifar100 | mnist | fashion-mnist | "
-       "tiny-imagenet | image-folder"},
       {"data.root=", "data.root is empty, expected the folder holding the dataset"},
       {"data.val_size=-1", "data.val_size is -1, expected >= 0"},
       {"data.mean=[0.5]", "data.mean has 1 values, expected one per channel (model.channels = 3)"},
@@ -213,14 +210,20 @@ TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
             "invalid config: model.pool is 'max', expected cls | mean");
   EXPECT_EQ(error_of([&] { apply_override(c, "train.precision=fp8"); }),
             "invalid config: train.precision is 'fp8', expected auto | fp32 | bf16 | fp16");
+  EXPECT_EQ(error_of([&] { apply_override(c, "data.dataset=imagenet"); }),
+            "invalid config: data.dataset is 'imagenet', expected cifar10 | cifar100 | mnist | "
+            "fashion-mnist | tiny-imagenet | image-folder");
   EXPECT_EQ(error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
             "test.json: invalid config: model.pool is 'CLS', expected cls | mean");
   EXPECT_EQ(error_of([] { from(R"({"train": {"precision": 16}})"); }),
             "test.json: config key 'train.precision': got number 16, expected a string");
   apply_override(c, "train.precision=bf16");
   apply_override(c, "model.pool=mean");
+  apply_override(c, "data.dataset=tiny-imagenet");
   EXPECT_EQ(c.train.precision, Precision::kBf16);
   EXPECT_EQ(c.model.pool, Pool::kMean);
+  EXPECT_EQ(c.data.dataset, DatasetKind::kTinyImagenet);
+  EXPECT_EQ(config_to_json(c)["data"]["dataset"], "tiny-imagenet");
   EXPECT_EQ(config_to_json(c)["train"]["precision"], "bf16");
   EXPECT_EQ(config_to_json(c)["model"]["pool"], "mean");
 }

@@ -60,8 +60,8 @@ AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, in
   }
   const data::Dataset val = data::load_data(config).val;
   if (val.size() == 0)
-    throw Error("the validation split of " + config.data.dataset + " (" + config.data.root +
-                ") is empty; set data.val_size > 0 or pass --images");
+    throw Error(std::string("the validation split of ") + name_of(config.data.dataset) + " (" +
+                config.data.root + ") is empty; set data.val_size > 0 or pass --images");
   if (samples > val.size())
     spdlog::warn("--samples {} but the validation split has only {} images; using all {}", samples,
                  val.size(), val.size());

@@ -33,7 +33,7 @@ std::vector<int64_t> image_shape(const data::DataSplits& s) {
 }
 
 nlohmann::json describe(const Config& c, const data::DataSplits& s) {
-  return {{"dataset", c.data.dataset},
+  return {{"dataset", name_of(c.data.dataset)},
           {"train", s.train.size()},
           {"val", s.val.size()},
           {"test", s.test.size()},
@@ -55,7 +55,7 @@ std::string class_list(const std::vector<std::string>& classes) {
 void print_text(const Config& c, const data::DataSplits& s) {
   const auto shape = image_shape(s);
   const auto& a = c.data.augment;
-  std::cout << fmt::format("{}: {}\n", c.data.dataset, c.data.root)
+  std::cout << fmt::format("{}: {}\n", name_of(c.data.dataset), c.data.root)
             << fmt::format("  train    {:>7} images\n", s.train.size())
             << fmt::format(
                    "  val      {:>7} images (held out of the official "
@@ -101,8 +101,8 @@ void write_samples(const Config& c, const data::DataSplits& s, c10::Device devic
   for (int64_t i = 0; i < count; ++i)
     tiles.push_back({images[i], caption(batch, i, s.train.classes)});
   io::GridOptions grid;
-  grid.title =
-      fmt::format("{}: training images after augmentation (epoch 0, batch 0)", c.data.dataset);
+  grid.title = fmt::format("{}: training images after augmentation (epoch 0, batch 0)",
+                           name_of(c.data.dataset));
   const auto path = std::filesystem::path(dir) / "samples.png";
   io::write_png(path, io::make_grid(tiles, grid));
   spdlog::info("wrote {}", path.string());

@@ -83,7 +83,8 @@ int run_eval(const EvalOptions& o) {
   const data::DataSplits splits = data::load_data(loaded.config);
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
   if (split.size() == 0)
-    throw Error("the " + o.split + " split of " + loaded.config.data.dataset + " is empty");
+    throw Error("the " + o.split + " split of " + name_of(loaded.config.data.dataset) +
+                " is empty");
   const data::BatchLoader loader(split,
                                  data::loader_options(loaded.config, device, /*train=*/false));
   // By default the training precision, as in `vit predict` and the trainer's

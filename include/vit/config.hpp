@@ -16,10 +16,14 @@ namespace vit {
 // unknown name is an error there); code compares these, never the names.
 enum class Pool { kCls, kMean };  // what the head reads
 enum class Precision { kAuto, kFp32, kBf16, kFp16 };
+enum class DatasetKind { kCifar10, kCifar100, kMnist, kFashionMnist, kTinyImagenet, kImageFolder };
 const char* name_of(Pool pool);            // "cls" | "mean"
 const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
+// "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder"
+const char* name_of(DatasetKind dataset);
 std::ostream& operator<<(std::ostream& out, Pool pool);  // the name, for logs and test messages
 std::ostream& operator<<(std::ostream& out, Precision precision);
+std::ostream& operator<<(std::ostream& out, DatasetKind dataset);
 // The precision a name stands for; `key` names the setting in the error
 // ("train.precision is 'fp8', expected auto | fp32 | bf16 | fp16").
 Precision precision_named(const std::string& name, const std::string& key);
@@ -69,8 +73,8 @@ struct AugmentConfig {
 };
 
 struct DataConfig {
-  std::string dataset =
-      "cifar10";  // cifar10 | cifar100 | mnist | fashion-mnist | tiny-imagenet | image-folder
+  // cifar10 | cifar100 | mnist | fashion-mnist | tiny-imagenet | image-folder
+  DatasetKind dataset = DatasetKind::kCifar10;
   std::string root = "data/cifar-10-batches-bin";  // folder holding the dataset's files
   int64_t val_size = 5000;  // training images held out for validation (stratified)
   std::vector<double> mean = {0.4914, 0.4822, 0.4465};  // per channel, on [0,1] pixels
@@ -179,10 +183,9 @@ std::vector<ConfigKey> config_keys();
 std::string config_reference_markdown();
 
 // Per-dataset normalisation defaults: (mean, std).
-std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(
-    const std::string& dataset);
+std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(DatasetKind dataset);
 // Per-dataset default of data.augment.hflip: off for digits, which a mirror
 // turns into other shapes; on for everything else.
-bool dataset_hflip_default(const std::string& dataset);
+bool dataset_hflip_default(DatasetKind dataset);
 
 }  // namespace vit

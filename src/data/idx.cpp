@@ -117,16 +117,17 @@ fs::path find_idx_file(const fs::path& root, const std::string& stem) {
               "t10k-labels-idx1-ubyte, gzipped or not, in data.root)");
 }
 
-DatasetPair load_mnist(const fs::path& root, const std::string& dataset) {
+DatasetPair load_mnist(const fs::path& root, DatasetKind dataset) {
   std::vector<std::string> classes;
-  if (dataset == "fashion-mnist") {
+  if (dataset == DatasetKind::kFashionMnist) {
     classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-  } else if (dataset == "mnist") {
+  } else if (dataset == DatasetKind::kMnist) {
     for (int d = 0; d < 10; ++d)
       classes.push_back(std::to_string(d));
   } else {
-    throw Error("load_mnist: dataset \"" + dataset + "\" is not mnist or fashion-mnist");
+    throw Error(std::string("load_mnist: dataset ") + name_of(dataset) +
+                " is not mnist or fashion-mnist");
   }
   auto read_split = [&](const std::string& prefix) {
     const fs::path images_file = find_idx_file(root, prefix + "-images-idx3-ubyte");

@@ -61,14 +61,14 @@ class IdxTest : public ::testing::Test {
 TEST_F(IdxTest, ReadsPlainAndGzippedFiles) {
   write_split("train", /*gzip=*/true);
   write_split("t10k", /*gzip=*/false);
-  auto pair = vit::data::load_mnist(root_, "fashion-mnist");
+  auto pair = vit::data::load_mnist(root_, vit::DatasetKind::kFashionMnist);
   ASSERT_EQ(pair.train.images.sizes(), (std::vector<int64_t>{2, 1, 2, 3}));
   EXPECT_EQ(pair.train.images[1][0][1][2].item<int>(), 15);
   EXPECT_EQ(pair.test.images[0][0][1][0].item<int>(), 3);
   EXPECT_TRUE(torch::equal(pair.train.labels, torch::tensor({7, 0}, torch::kInt64)));
   EXPECT_EQ(pair.train.classes[0], "T-shirt/top");
   EXPECT_EQ(pair.train.classes[9], "Ankle boot");
-  EXPECT_EQ(vit::data::load_mnist(root_, "mnist").test.classes[7], "7");
+  EXPECT_EQ(vit::data::load_mnist(root_, vit::DatasetKind::kMnist).test.classes[7], "7");
 }
 
 TEST_F(IdxTest, RejectsBadMagic) {
@@ -114,16 +114,16 @@ TEST_F(IdxTest, RejectsCountMismatchAndLabelsOutOfRange) {
   write_split("t10k", false);
   write("train-images-idx3-ubyte", idx_bytes(2051, {2, 2, 3}, kPixels));
   write("train-labels-idx1-ubyte", idx_bytes(2049, {3}, {1, 2, 3}));
-  EXPECT_EQ(error_of([&] { vit::data::load_mnist(root_, "mnist"); }),
+  EXPECT_EQ(error_of([&] { vit::data::load_mnist(root_, vit::DatasetKind::kMnist); }),
             "train-labels-idx1-ubyte: 3 labels but train-images-idx3-ubyte has 2 images");
   write("train-labels-idx1-ubyte", idx_bytes(2049, {2}, {1, 12}));
-  EXPECT_EQ(error_of([&] { vit::data::load_mnist(root_, "mnist"); }),
+  EXPECT_EQ(error_of([&] { vit::data::load_mnist(root_, vit::DatasetKind::kMnist); }),
             "train-labels-idx1-ubyte: label 12 at index 1 is outside 0..9");
 }
 
 TEST_F(IdxTest, RejectsAMissingFile) {
   EXPECT_NE(error_of([&] {
-              vit::data::load_mnist(root_, "mnist");
+              vit::data::load_mnist(root_, vit::DatasetKind::kMnist);
             }).find("train-images-idx3-ubyte[.gz]: file not found"),
             std::string::npos);
 }

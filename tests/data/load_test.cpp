@@ -25,7 +25,7 @@ class LoadDataTest : public ::testing::Test {
     for (int b = 1; b <= 5; ++b)
       write_batch("data_batch_" + std::to_string(b) + ".bin", 20);
     write_batch("test_batch.bin", 30);
-    config_.data.dataset = "cifar10";
+    config_.data.dataset = vit::DatasetKind::kCifar10;
     config_.data.root = root_.string();
     config_.data.val_size = 10;
     config_.seed = 3;

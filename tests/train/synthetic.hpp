@@ -44,7 +44,7 @@ inline Config texture_config() {
   c.model.depth = 1;
   c.model.heads = 2;
   c.model.mlp_dim = 32;
-  c.data.dataset = "mnist";
+  c.data.dataset = DatasetKind::kMnist;
   c.data.mean = {0.3};
   c.data.std = {0.3};
   c.data.augment.crop_padding = 0;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "vit/config.hpp"
 #include "vit/data/dataset.hpp"
 
 namespace vit::data {
@@ -19,6 +20,6 @@ at::Tensor read_idx_labels(const std::filesystem::path& file);
 std::filesystem::path find_idx_file(const std::filesystem::path& root, const std::string& stem);
 
 // `dataset` is "mnist" or "fashion-mnist"; they differ only in class names.
-DatasetPair load_mnist(const std::filesystem::path& root, const std::string& dataset);
+DatasetPair load_mnist(const std::filesystem::path& root, DatasetKind dataset);
 
 }  // namespace vit::data
