@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include "model_inputs.hpp"
-#include "vit/data/load.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/error.hpp"
 
@@ -51,14 +50,15 @@ std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t 
 }
 
 AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, int64_t samples,
-                                      uint64_t seed, const Config& config) {
+                                      uint64_t seed, OpenedModel& opened) {
+  const Config& config = opened.loaded.config;
   AnalysisInputs inputs;
   if (!images.empty()) {
     inputs.ids = images;
     inputs.pixels = load_image_inputs(images, config, c10::kCPU).pixels;
     return inputs;
   }
-  const data::Dataset val = data::load_data(config).val;
+  const data::Dataset& val = opened.data().val;
   if (val.size() == 0)
     throw Error(std::string("the validation split of ") + name_of(config.data.dataset) + " (" +
                 config.data.root + ") is empty; set data.val_size > 0 or pass --images");

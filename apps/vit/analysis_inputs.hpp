@@ -13,6 +13,7 @@
 #include <c10/core/Device.h>
 #include <CLI/CLI.hpp>
 
+#include "model_source.hpp"
 #include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
 
@@ -39,10 +40,11 @@ void add_sample_options(CLI::App& cmd, std::optional<int64_t>& samples,
 std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t seed);
 
 // The --images files when any are given; otherwise `samples` images of the
-// validation split of config.data (fewer, with a warning, when the split is
-// smaller). Throws vit::Error when the files cannot be read or the split is empty.
+// validation split of the opened model's data (fewer, with a warning, when the
+// split is smaller). Throws vit::Error when the files cannot be read or the
+// split is empty.
 AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, int64_t samples,
-                                      uint64_t seed, const Config& config);
+                                      uint64_t seed, OpenedModel& opened);
 
 // Images per forward_with_attention batch: as many as keep the attention maps
 // of all layers, (L, H, N, N) float per image, within `budget_bytes`; 1 to 64.

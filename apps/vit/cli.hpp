@@ -80,7 +80,7 @@ struct NewCommand {
 
 template <typename Options>
 NewCommand<Options> add_command(Cli& cli, const std::string& name, const std::string& description,
-                                int (*run)(const Options&)) {
+                                std::function<int(const Options&)> run) {
   auto options = std::make_shared<Options>();
   CLI::App* cmd = cli.app().add_subcommand(name, description);
   add_common_options(*cmd, options->common);

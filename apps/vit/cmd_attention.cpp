@@ -99,18 +99,18 @@ torch::Tensor attention_grid(const torch::Tensor& image, const torch::Tensor& ma
 
 }  // namespace
 
-int run_attention(const AttentionOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_attention(OpenedModel& opened, const AttentionOptions& o) {
+  LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
   const AttentionQuery query = chosen_query(o, config.model);
   if (o.images.size() > 1)
     throw Error(fmt::format("--images: vit attention draws one image; got {}", o.images.size()));
   const AnalysisInputs inputs =
-      choose_analysis_inputs(o.images, /*samples=*/1, o.common.seed.value_or(config.seed), config);
+      choose_analysis_inputs(o.images, /*samples=*/1, o.common.seed.value_or(config.seed), opened);
 
   torch::Tensor maps;
   int64_t predicted = 0;
-  for_each_attention_batch(loaded.model, inputs.pixels, config, device, /*batch_size=*/1,
+  for_each_attention_batch(loaded.model, inputs.pixels, config, opened.device, /*batch_size=*/1,
                            [&](int64_t, const LogitsAndAttention& out) {
                              maps = attention_query_maps(out.attention, query)[0];  // (L,H,g,g)
                              predicted = out.logits.argmax(/*dim=*/1).item<int64_t>();
@@ -142,13 +142,13 @@ int run_attention(const AttentionOptions& o) {
   io::write_png(out / "attention.png", attention_grid(inputs.pixels[0], maps, title));
   spdlog::info("wrote attention.json, .csv and .png ({} layers x {} heads) to {}", maps.size(0),
                maps.size(1), out.string());
-  return 0;
+  return json;
 }
 
 std::shared_ptr<AttentionOptions> register_attention(Cli& cli) {
   auto [options, cmd] = add_command<AttentionOptions>(
       cli, "attention", "Raw attention of one image: a layers x heads grid of the query row's maps",
-      run_attention);
+      on_opened_model(write_attention));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "attention.json, .csv and .png", kDefaultOut);
   cmd->add_option("--images", options->images,

@@ -11,7 +11,7 @@ struct AttentionOptions {
 };
 
 std::shared_ptr<AttentionOptions> register_attention(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_attention(const AttentionOptions& o);
+// The command on an opened model (also used by `vit report`): returns attention.json.
+nlohmann::json write_attention(OpenedModel& opened, const AttentionOptions& o);
 
 }  // namespace vit::cli

@@ -75,17 +75,17 @@ std::string distance_table(const std::vector<std::vector<double>>& rows) {
 
 }  // namespace
 
-int run_attn_distance(const AttnDistanceOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_attn_distance(OpenedModel& opened, const AttnDistanceOptions& o) {
+  LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
   const AnalysisInputs inputs =
       choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.distance_samples),
-                             o.common.seed.value_or(config.seed), config);
+                             o.common.seed.value_or(config.seed), opened);
   const bool renormalize = o.renormalize.value_or(config.analysis.renormalize);
 
   AttentionDistanceAccumulator accumulator(config.model.patch_size, renormalize);
   for_each_attention_batch(
-      loaded.model, inputs.pixels, config, device, attention_batch_size(config.model),
+      loaded.model, inputs.pixels, config, opened.device, attention_batch_size(config.model),
       [&](int64_t, const LogitsAndAttention& out) { accumulator.add(out.attention); });
   const auto rows = to_rows(accumulator.mean());  // (L, H)
 
@@ -109,14 +109,14 @@ int run_attn_distance(const AttnDistanceOptions& o) {
                            renormalize ? ", rows renormalised" : "")
             << distance_table(rows);
   spdlog::info("wrote attn_distance.json, .csv and .png to {}", out.string());
-  return 0;
+  return json;
 }
 
 std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli) {
   auto [options, cmd] = add_command<AttnDistanceOptions>(
       cli, "attn-distance",
       "Mean attention distance of every head in every layer (ViT paper, Fig. 7)",
-      run_attn_distance);
+      on_opened_model(write_attn_distance));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "attn_distance.json, .csv (layer,head,distance_px rows) and .png",
                            kDefaultOut);

@@ -13,7 +13,7 @@ struct AttnDistanceOptions {
 };
 
 std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_attn_distance(const AttnDistanceOptions& o);
+// The command on an opened model (also used by `vit report`): returns attn_distance.json.
+nlohmann::json write_attn_distance(OpenedModel& opened, const AttnDistanceOptions& o);
 
 }  // namespace vit::cli

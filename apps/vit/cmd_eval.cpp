@@ -77,10 +77,11 @@ torch::Tensor worst_grid(const EvalResult& r, const data::Dataset& split,
 
 }  // namespace
 
-int run_eval(const EvalOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
+  LoadedModel& loaded = opened.loaded;
+  const c10::Device device = opened.device;
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
-  const data::DataSplits splits = data::load_data(loaded.config);
+  const data::DataSplits& splits = opened.data();
   const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
   if (split.size() == 0)
     throw Error("the " + o.split + " split of " + name_of(loaded.config.data.dataset) +
@@ -92,9 +93,8 @@ int run_eval(const EvalOptions& o) {
   const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, precision);
 
   const std::string out = output_folder(o.model, loaded, "eval-" + o.split).string();
-  write_text_atomically(
-      out + "/metrics.json",
-      metrics_json(r, loaded.class_names, o.split, loaded.path, precision).dump(2) + "\n");
+  const nlohmann::json json = metrics_json(r, loaded.class_names, o.split, loaded.path, precision);
+  write_text_atomically(out + "/metrics.json", json.dump(2) + "\n");
   io::ConfusionOptions confusion_options;
   confusion_options.title = fmt::format("Confusion matrix, {} split ({} images, accuracy {:.2f}%)",
                                         o.split, r.count, 100 * r.accuracy);
@@ -104,12 +104,13 @@ int run_eval(const EvalOptions& o) {
   std::cout << fmt::format("{} split: accuracy {:.4f} ({} images), loss {:.4f}\n", o.split,
                            r.accuracy, r.count, r.loss);
   spdlog::info("wrote {}/metrics.json, confusion.png and worst.png", out);
-  return 0;
+  return json;
 }
 
 std::shared_ptr<EvalOptions> register_eval(Cli& cli) {
   auto [options, cmd] = add_command<EvalOptions>(
-      cli, "eval", "Evaluate a checkpoint: accuracy, confusion matrix, worst images", run_eval);
+      cli, "eval", "Evaluate a checkpoint: accuracy, confusion matrix, worst images",
+      on_opened_model(write_eval));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "metrics.json, confusion.png and worst.png", "eval-<split>");
   cmd->add_option("--split", options->split, "val | test")

@@ -11,7 +11,7 @@ struct EvalOptions {
 };
 
 std::shared_ptr<EvalOptions> register_eval(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_eval(const EvalOptions& o);
+// The command on an opened model (also used by `vit report`): returns metrics.json.
+nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o);
 
 }  // namespace vit::cli

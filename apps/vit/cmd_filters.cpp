@@ -74,14 +74,14 @@ std::string footer(const FilterPca& pca, const ModelConfig& model) {
 
 }  // namespace
 
-int run_filters(const FiltersOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_filters(OpenedModel& opened, const FiltersOptions& o) {
+  LoadedModel& loaded = opened.loaded;
   const ModelConfig& model = loaded.config.model;
   const FilterPca pca = filter_pca(loaded.model->patch_embed->proj->weight, o.count);
 
   const fs::path out = output_folder(o.model, loaded, kDefaultOut);
-  write_text_atomically((out / "filters.json").string(),
-                        filters_json(pca, model, loaded.path).dump() + "\n");
+  const nlohmann::json json = filters_json(pca, model, loaded.path);
+  write_text_atomically((out / "filters.json").string(), json.dump() + "\n");
   write_text_atomically((out / "filters.csv").string(), filters_csv(pca));
   io::FilterFigureOptions figure;
   figure.title = fmt::format("Principal components of the patch-embedding filters ({})",
@@ -92,13 +92,14 @@ int run_filters(const FiltersOptions& o) {
                                    model.patch_size, figure));
   spdlog::info("wrote filters.json, .csv and .png ({} components) to {}", pca.components.size(0),
                out.string());
-  return 0;
+  return json;
 }
 
 std::shared_ptr<FiltersOptions> register_filters(Cli& cli) {
   auto [options, cmd] = add_command<FiltersOptions>(
       cli, "filters",
-      "Principal components of the patch-embedding filters (ViT paper, Fig. 7 left)", run_filters);
+      "Principal components of the patch-embedding filters (ViT paper, Fig. 7 left)",
+      on_opened_model(write_filters));
   add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kBesideCheckpoint,
                            "filters.json, .csv and .png", kDefaultOut);
   cmd->add_option("--count", options->count,

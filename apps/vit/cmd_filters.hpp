@@ -10,7 +10,7 @@ struct FiltersOptions {
 };
 
 std::shared_ptr<FiltersOptions> register_filters(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_filters(const FiltersOptions& o);
+// The command on an opened model (also used by `vit report`): returns filters.json.
+nlohmann::json write_filters(OpenedModel& opened, const FiltersOptions& o);
 
 }  // namespace vit::cli

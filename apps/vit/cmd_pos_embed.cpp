@@ -54,8 +54,8 @@ std::string caption(int64_t grid, int64_t source_grid) {
 
 }  // namespace
 
-int run_pos_embed(const PosEmbedOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_pos_embed(OpenedModel& opened, const PosEmbedOptions& o) {
+  LoadedModel& loaded = opened.loaded;
   torch::Tensor pos_embed = loaded.model->pos_embed.detach();  // (1, 1 + g*g, D)
   const int64_t source_grid = pos_embed_grid(pos_embed);
   if (o.interpolate) pos_embed = resize_pos_embed(pos_embed, *o.interpolate);
@@ -75,13 +75,13 @@ int run_pos_embed(const PosEmbedOptions& o) {
   spdlog::info("wrote pos_embed.json and pos_embed.png ({}x{} grid{}) to {}", grid, grid,
                o.interpolate ? fmt::format(", resized from {}x{}", source_grid, source_grid) : "",
                out.string());
-  return 0;
+  return json;
 }
 
 std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli) {
   auto [options, cmd] = add_command<PosEmbedOptions>(
       cli, "pos-embed", "Cosine similarity of the position embeddings (ViT paper, Fig. 7 centre)",
-      run_pos_embed);
+      on_opened_model(write_pos_embed));
   add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kBesideCheckpoint,
                            "pos_embed.json and pos_embed.png", kDefaultOut);
   cmd->add_option("--interpolate", options->interpolate,

@@ -10,7 +10,7 @@ struct PosEmbedOptions {
 };
 
 std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_pos_embed(const PosEmbedOptions& o);
+// The command on an opened model (also used by `vit report`): returns pos_embed.json.
+nlohmann::json write_pos_embed(OpenedModel& opened, const PosEmbedOptions& o);
 
 }  // namespace vit::cli

@@ -21,7 +21,9 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 }
 
 int run_predict(const PredictOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+  OpenedModel opened = open_model(o.common, o.model);
+  const c10::Device device = opened.device;
+  LoadedModel& loaded = opened.loaded;
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const int64_t classes = loaded.config.model.num_classes;
   int64_t k = o.topk;

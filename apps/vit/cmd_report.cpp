@@ -1,7 +1,9 @@
-// vit report: one self-contained report.html per training run. Runs the
-// analyses on the run's best.pt (eval on the test split, rollout, attention
-// distance, one image's attention, position embeddings, filters, saliency)
-// into RUN/report/, then embeds their pictures and numbers in RUN/report.html.
+// vit report: one self-contained report.html per training run. Opens the
+// run's best.pt and its dataset once, runs the analyses on them in process
+// (eval on the test split, rollout, attention distance, one image's attention,
+// position embeddings, filters, saliency), each writing its files into
+// RUN/report/ as its command would, then embeds their pictures and numbers in
+// RUN/report.html.
 #include "cmd_report.hpp"
 
 #include <chrono>
@@ -19,7 +21,6 @@
 #include "cmd_saliency.hpp"
 #include "report_page.hpp"
 #include "vit/atomic_write.hpp"
-#include "vit/data/reuse_loaded_data.hpp"
 #include "vit/error.hpp"
 
 namespace vit::cli {
@@ -48,47 +49,52 @@ fs::path run_checkpoint(const fs::path& run) {
               "metrics.jsonl, best.pt)");
 }
 
-// A command's options with the report's common flags, best.pt and an output folder.
+// A command's options with the report's common flags and an output folder.
 template <typename Options>
-Options analysis(const ReportOptions& o, const std::string& checkpoint, const fs::path& out) {
+Options analysis(const ReportOptions& o, const fs::path& out) {
   Options options;
   options.common = o.common;
-  options.model.checkpoint = checkpoint;
   options.model.out = out.string();
   return options;
 }
 
-// Every analysis on best.pt, each into its own folder under assets.root.
-void run_analyses(const ReportOptions& o, const std::string& checkpoint,
-                  const ReportAssets& assets) {
-  run_eval(analysis<EvalOptions>(o, checkpoint, assets.eval()));
-  auto rollout = analysis<RolloutCommandOptions>(o, checkpoint, assets.rollout());
+// Every analysis on the opened best.pt, each into its own folder under
+// assets.root; the JSON documents the page quotes.
+ReportNumbers run_analyses(const ReportOptions& o, OpenedModel& opened,
+                           const ReportAssets& assets) {
+  ReportNumbers numbers;
+  numbers.eval = write_eval(opened, analysis<EvalOptions>(o, assets.eval()));
+  auto rollout = analysis<RolloutCommandOptions>(o, assets.rollout());
   rollout.samples = o.samples;
-  run_rollout(rollout);
-  run_attn_distance(analysis<AttnDistanceOptions>(o, checkpoint, assets.distance()));
-  run_attention(analysis<AttentionOptions>(o, checkpoint, assets.attention()));
-  run_pos_embed(analysis<PosEmbedOptions>(o, checkpoint, assets.pos_embed()));
-  run_filters(analysis<FiltersOptions>(o, checkpoint, assets.filters()));
+  numbers.rollout = write_rollout(opened, rollout);
+  numbers.distance =
+      write_attn_distance(opened, analysis<AttnDistanceOptions>(o, assets.distance()));
+  write_attention(opened, analysis<AttentionOptions>(o, assets.attention()));
+  write_pos_embed(opened, analysis<PosEmbedOptions>(o, assets.pos_embed()));
+  numbers.filters = write_filters(opened, analysis<FiltersOptions>(o, assets.filters()));
   for (const std::string method : {"grad-rollout", "grad"}) {
-    auto saliency = analysis<SaliencyOptions>(o, checkpoint, assets.saliency(method));
+    auto saliency = analysis<SaliencyOptions>(o, assets.saliency(method));
     saliency.samples = o.samples;
     saliency.method = method;
-    run_saliency(saliency);
+    write_saliency(opened, saliency);
   }
+  return numbers;
 }
 
 }  // namespace
 
 int run_report(const ReportOptions& o) {
-  apply_common_options(o.common);
   const auto start = std::chrono::steady_clock::now();
   const fs::path run = fs::path(o.run);
+  apply_common_options(o.common);  // before the checks: VIT_CPU_ISA and --device come first
   check_run(run);
+  ModelSource best;
+  best.checkpoint = run_checkpoint(run).string();
+  OpenedModel opened = open_model(o.common, best);
   const ReportAssets assets{run / "report"};
-  const data::ReuseLoadedData read_the_dataset_once;
-  run_analyses(o, run_checkpoint(run).string(), assets);
+  const ReportNumbers numbers = run_analyses(o, opened, assets);
   const fs::path page = run / "report.html";
-  write_text_atomically(page.string(), report_page(run, assets));
+  write_text_atomically(page.string(), report_page(run, assets, numbers));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("wrote {} in {:.1f} s (pictures and numbers in {})", page.string(), seconds,

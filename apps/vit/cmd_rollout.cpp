@@ -88,17 +88,17 @@ CLI::Validator discard_ratio_check() {
 
 }  // namespace
 
-int run_rollout(const RolloutCommandOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_rollout(OpenedModel& opened, const RolloutCommandOptions& o) {
+  LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
   const RolloutOptions options = analysis_options(o, config);
   const AnalysisInputs inputs =
       choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.rollout_samples),
-                             o.common.seed.value_or(config.seed), config);
+                             o.common.seed.value_or(config.seed), opened);
 
   std::vector<RolloutMap> maps(inputs.ids.size());
   for_each_attention_batch(
-      loaded.model, inputs.pixels, config, device, attention_batch_size(config.model),
+      loaded.model, inputs.pixels, config, opened.device, attention_batch_size(config.model),
       [&](int64_t first, const LogitsAndAttention& out) {
         const auto masks = rollout_masks(out.attention, options).cpu();  // (b, g, g)
         const auto predicted = out.logits.argmax(/*dim=*/1).cpu();       // (b)
@@ -119,15 +119,16 @@ int run_rollout(const RolloutCommandOptions& o) {
   }
   io::write_png(fs::path(o.model.out) / "grid.png",
                 rollout_grid(maps, options, loaded.class_names));
-  write_text_atomically((fs::path(o.model.out) / "rollout.json").string(),
-                        rollout_json(maps, options, config.model.grid(), loaded).dump(2) + "\n");
+  const nlohmann::json json = rollout_json(maps, options, config.model.grid(), loaded);
+  write_text_atomically((fs::path(o.model.out) / "rollout.json").string(), json.dump(2) + "\n");
   spdlog::info("wrote {} rollout maps, grid.png and rollout.json to {}", maps.size(), o.model.out);
-  return 0;
+  return json;
 }
 
 std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli) {
   auto [options, cmd] = add_command<RolloutCommandOptions>(
-      cli, "rollout", "Attention rollout maps of validation samples or your images", run_rollout);
+      cli, "rollout", "Attention rollout maps of validation samples or your images",
+      on_opened_model(write_rollout));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kRequired,
                            "one PNG per map, grid.png and rollout.json");
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");

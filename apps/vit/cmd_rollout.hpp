@@ -16,7 +16,7 @@ struct RolloutCommandOptions {
 };
 
 std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_rollout(const RolloutCommandOptions& o);
+// The command on an opened model (also used by `vit report`): returns rollout.json.
+nlohmann::json write_rollout(OpenedModel& opened, const RolloutCommandOptions& o);
 
 }  // namespace vit::cli

@@ -129,16 +129,17 @@ void check_target(std::optional<int64_t> target, const ModelConfig& model) {
 
 }  // namespace
 
-int run_saliency(const SaliencyOptions& o) {
-  auto [device, loaded] = open_model(o.common, o.model);
+nlohmann::json write_saliency(OpenedModel& opened, const SaliencyOptions& o) {
+  LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
   check_target(o.target_class, config.model);
   const SaliencyMethod method = parse_saliency_method(o.method);
   const AnalysisInputs inputs =
       choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.rollout_samples),
-                             o.common.seed.value_or(config.seed), config);
+                             o.common.seed.value_or(config.seed), opened);
 
-  std::vector<SaliencyMap> maps = compute_maps(loaded, inputs, method, o.target_class, device);
+  std::vector<SaliencyMap> maps =
+      compute_maps(loaded, inputs, method, o.target_class, opened.device);
   const fs::path out = output_folder(o.model, loaded, kDefaultOut);
   std::vector<OverlayPicture> pictures;
   for (size_t i = 0; i < maps.size(); ++i) {
@@ -156,17 +157,18 @@ int run_saliency(const SaliencyOptions& o) {
   io::write_png(out / "grid.png",
                 overlay_grid(pictures, loaded.class_names,
                              grid_title(method, o.target_class, loaded.class_names)));
-  write_text_atomically((out / "saliency.json").string(),
-                        saliency_json(maps, method, o.target_class, loaded).dump() + "\n");
+  const nlohmann::json json = saliency_json(maps, method, o.target_class, loaded);
+  write_text_atomically((out / "saliency.json").string(), json.dump() + "\n");
   write_text_atomically((out / "saliency.csv").string(), saliency_csv(maps, loaded));
   spdlog::info("wrote {} {} maps, grid.png, saliency.json and .csv to {}", maps.size(),
                saliency_method_name(method), out.string());
-  return 0;
+  return json;
 }
 
 std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
   auto [options, cmd] = add_command<SaliencyOptions>(
-      cli, "saliency", "Gradient saliency maps of validation samples or your images", run_saliency);
+      cli, "saliency", "Gradient saliency maps of validation samples or your images",
+      on_opened_model(write_saliency));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "one PNG per map, grid.png, saliency.json and .csv", kDefaultOut);
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");

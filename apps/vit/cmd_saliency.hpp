@@ -13,7 +13,7 @@ struct SaliencyOptions {
 };
 
 std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli);
-// Runs the command with filled-in options (also used by `vit report`).
-int run_saliency(const SaliencyOptions& o);
+// The command on an opened model (also used by `vit report`): returns saliency.json.
+nlohmann::json write_saliency(OpenedModel& opened, const SaliencyOptions& o);
 
 }  // namespace vit::cli

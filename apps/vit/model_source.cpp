@@ -1,5 +1,7 @@
 #include "model_source.hpp"
 
+#include <utility>
+
 #include "model_inputs.hpp"
 
 namespace vit::cli {
@@ -13,6 +15,14 @@ void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_dat
     help += " (default: " + default_name + " next to the checkpoint)";
   auto* option = cmd.add_option("--out", source.out, help);
   if (out == OutFolder::kRequired) option->required();
+}
+
+OpenedModel::OpenedModel(c10::Device device, LoadedModel loaded)
+    : device(device), loaded(std::move(loaded)) {}
+
+const data::DataSplits& OpenedModel::data() {
+  if (!data_) data_ = data::load_data(loaded.config);
+  return *data_;
 }
 
 OpenedModel open_model(const CommonOptions& common, const ModelSource& source) {

@@ -6,8 +6,10 @@
 #include <string>
 
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "vit/data/load.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit::cli {
@@ -32,15 +34,40 @@ enum class OutFolder {
 void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_data, OutFolder out,
                               const std::string& holds = "", const std::string& default_name = "");
 
-struct OpenedModel {
+// A model opened for analysis, and the dataset of its config, read on first
+// use and then kept: `vit report` runs every analysis on one OpenedModel, so
+// the checkpoint and the data are read once.
+class OpenedModel {
+ public:
+  OpenedModel(c10::Device device, LoadedModel loaded);
   c10::Device device;
   LoadedModel loaded;  // in eval mode, on `device`
+  // The splits of loaded.config's data; callers must not write into them.
+  const data::DataSplits& data();
+
+ private:
+  std::optional<data::DataSplits> data_;
 };
 
 // The opening of every command that reads a model: the common options
 // (threads, seed, log level), the device, and the checkpoint it names or
 // runs/latest/best.pt, logged.
 OpenedModel open_model(const CommonOptions& common, const ModelSource& source);
+
+// What an analysis command does once its model is open: write its files and
+// return the JSON document it wrote, for `vit report`'s page.
+template <typename Options>
+using Analysis = nlohmann::json (*)(OpenedModel&, const Options&);
+
+// The command's run function: open the model its options name, then analyse.
+template <typename Options>
+std::function<int(const Options&)> on_opened_model(Analysis<Options> analysis) {
+  return [analysis](const Options& o) {
+    OpenedModel opened = open_model(o.common, o.model);
+    analysis(opened, o);
+    return 0;
+  };
+}
 
 // The one default-output rule: --out, or `default_name` in the checkpoint's folder.
 std::filesystem::path output_folder(const ModelSource& source, const LoadedModel& loaded,

@@ -147,8 +147,8 @@ void metrics(io::HtmlPage& page, const ReportAssets& assets, const json& eval) {
   add_image(page, assets.eval() / "worst.png", "highest-loss test images");
 }
 
-void attention_sections(io::HtmlPage& page, const ReportAssets& assets) {
-  const json rollout = read_json(assets.rollout() / "rollout.json");
+void attention_sections(io::HtmlPage& page, const ReportAssets& assets, const json& rollout,
+                        const json& distance) {
   page.section("Attention rollout", "rollout");
   page.paragraph(fmt::format(
       "Attention rollout (Abnar & Zuidema, 2020) follows attention through all layers, adding "
@@ -159,7 +159,6 @@ void attention_sections(io::HtmlPage& page, const ReportAssets& assets) {
                                         : "class token the classifier reads"));
   add_image(page, assets.rollout() / "grid.png", "attention rollout maps");
 
-  const json distance = read_json(assets.distance() / "attn_distance.json");
   const auto& d = distance["distance"];
   const auto range = [](const json& layer) {
     double lo = 1e300, hi = 0;
@@ -186,7 +185,7 @@ void attention_sections(io::HtmlPage& page, const ReportAssets& assets) {
   add_image(page, assets.attention() / "attention.png", "attention per layer and head");
 }
 
-void embedding_sections(io::HtmlPage& page, const ReportAssets& assets) {
+void embedding_sections(io::HtmlPage& page, const ReportAssets& assets, const json& filters) {
   page.section("Position embeddings", "pos-embed");
   page.paragraph(
       "The model is told where each patch lies only through a learned position embedding. Each "
@@ -196,7 +195,6 @@ void embedding_sections(io::HtmlPage& page, const ReportAssets& assets) {
       "Fig. 7, centre).");
   add_image(page, assets.pos_embed() / "pos_embed.png", "position embedding similarity");
 
-  const json filters = read_json(assets.filters() / "filters.json");
   const auto& ratios = filters["explained_variance_ratio"];
   double first5 = 0;
   for (size_t i = 0; i < std::min<size_t>(5, ratios.size()); ++i)
@@ -227,16 +225,16 @@ void saliency_sections(io::HtmlPage& page, const ReportAssets& assets) {
 
 }  // namespace
 
-std::string report_page(const fs::path& run, const ReportAssets& assets) {
+std::string report_page(const fs::path& run, const ReportAssets& assets,
+                        const ReportNumbers& numbers) {
   const json config = read_json(run / "config.json");
   const std::vector<ValidationRecord> records = MetricsLog::read((run / "metrics.jsonl").string());
-  const json eval = read_json(assets.eval() / "metrics.json");
   io::HtmlPage page("vit report: " + fs::canonical(run).filename().string());
-  overview(page, run, config, records, eval);
+  overview(page, run, config, records, numbers.eval);
   curves(page, run, records);
-  metrics(page, assets, eval);
-  attention_sections(page, assets);
-  embedding_sections(page, assets);
+  metrics(page, assets, numbers.eval);
+  attention_sections(page, assets, numbers.rollout, numbers.distance);
+  embedding_sections(page, assets, numbers.filters);
   saliency_sections(page, assets);
   page.section("Configuration", "config");
   page.paragraph("The fully resolved config this run trained with (config.json).");

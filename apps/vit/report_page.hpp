@@ -1,9 +1,11 @@
 #pragma once
 // The page of `vit report`: the run's own files (config.json, metrics.jsonl,
-// curves.png) and what the analysis commands wrote under the assets folder,
-// laid out with a short explanation of each picture.
+// curves.png), the pictures the analyses wrote under the assets folder and
+// the numbers they returned, laid out with a short explanation of each picture.
 #include <filesystem>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace vit::cli {
 
@@ -22,8 +24,15 @@ struct ReportAssets {
   }
 };
 
+// The JSON documents of the analyses whose numbers the page quotes, as the
+// commands wrote them (metrics.json, rollout.json, attn_distance.json, filters.json).
+struct ReportNumbers {
+  nlohmann::json eval, rollout, distance, filters;
+};
+
 // The whole self-contained HTML document. Throws vit::Error naming a file
 // that the analyses should have written and did not.
-std::string report_page(const std::filesystem::path& run, const ReportAssets& assets);
+std::string report_page(const std::filesystem::path& run, const ReportAssets& assets,
+                        const ReportNumbers& numbers);
 
 }  // namespace vit::cli

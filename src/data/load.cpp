@@ -8,7 +8,6 @@
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/data/image_folder.hpp"
-#include "vit/data/reuse_loaded_data.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/data/split.hpp"
 #include "vit/data/tiny_imagenet.hpp"
@@ -89,8 +88,6 @@ Dataset conform(const Dataset& data, int64_t channels, int64_t side) {
 }
 
 DataSplits load_data(const Config& config) {
-  const std::string key = loaded_data_key(config);
-  if (const DataSplits* kept = reusable_splits(key)) return *kept;
   const auto start = std::chrono::steady_clock::now();
   const auto& d = config.data;
   const auto& m = config.model;
@@ -122,7 +119,6 @@ DataSplits load_data(const Config& config) {
                out.train.size(), out.val.size(), out.test.size(), m.channels, m.image_size,
                m.image_size,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  keep_splits(key, out);
   return out;
 }
 

@@ -1,6 +1,13 @@
 #include "analysis_inputs.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "trained_checkpoint.hpp"
 
 namespace vit::cli {
 namespace {
@@ -46,6 +53,32 @@ TEST(AttentionBatchSize, KeepsAllLayersAttentionWithinTheBudget) {
   base.depth = 12;
   base.heads = 12;
   EXPECT_EQ(attention_batch_size(base), 12);
+}
+
+// vit report runs seven analyses on one OpenedModel: the dataset is read
+// once, and the validation samples come from those splits.
+TEST(OpenedModel, ReadsItsDataOnceAndDrawsSamplesFromIt) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("vit_opened_" + std::to_string(::getpid()));
+  testing::write_block_cifar(root);
+  const Config config = testing::block_config(root);
+  OpenedModel opened(c10::kCPU, LoadedModel{VisionTransformer(config.model), config, {}, "m.pt"});
+
+  const data::DataSplits& first = opened.data();
+  EXPECT_EQ(&opened.data(), &first);
+  EXPECT_EQ(opened.data().val.images.data_ptr(), first.val.images.data_ptr());
+  ASSERT_EQ(first.val.size(), 20);
+
+  const AnalysisInputs inputs = choose_analysis_inputs({}, /*samples=*/3, /*seed=*/5, opened);
+  const std::vector<int64_t> chosen = choose_samples(20, 3, 5);
+  ASSERT_EQ(inputs.ids.size(), 3u);
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    EXPECT_EQ(inputs.ids[i], "val:" + std::to_string(chosen[i]));
+    EXPECT_TRUE(torch::equal(inputs.pixels[static_cast<int64_t>(i)], first.val.images[chosen[i]]));
+    EXPECT_EQ(inputs.labels[static_cast<int64_t>(i)].item<int64_t>(),
+              first.val.labels[chosen[i]].item<int64_t>());
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace

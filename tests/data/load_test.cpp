@@ -1,5 +1,4 @@
 #include "vit/data/load.hpp"
-#include "vit/data/reuse_loaded_data.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -56,40 +55,6 @@ TEST_F(LoadDataTest, HoldsOutAStratifiedValidationSplit) {
   EXPECT_EQ(splits.mean, config_.data.mean);
   // The same seed gives the same split.
   EXPECT_TRUE(torch::equal(vit::data::load_data(config_).val.images, splits.val.images));
-}
-
-TEST_F(LoadDataTest, ReadsAgainOutsideAReuseScope) {
-  const auto first = vit::data::load_data(config_);
-  const auto second = vit::data::load_data(config_);
-  EXPECT_NE(first.train.images.data_ptr(), second.train.images.data_ptr());
-  EXPECT_TRUE(torch::equal(first.train.images, second.train.images));
-}
-
-TEST_F(LoadDataTest, AReuseScopeReadsOnceForTheSameConfigAndForgetsAtItsEnd) {
-  vit::data::DataSplits first;
-  {
-    const vit::data::ReuseLoadedData reuse;
-    first = vit::data::load_data(config_);
-    {
-      const vit::data::ReuseLoadedData nested;  // an inner scope does not forget
-    }
-    const auto again = vit::data::load_data(config_);
-    EXPECT_EQ(again.train.images.data_ptr(), first.train.images.data_ptr());
-    EXPECT_EQ(again.val.labels.data_ptr(), first.val.labels.data_ptr());
-    EXPECT_EQ(again.test.images.data_ptr(), first.test.images.data_ptr());
-
-    // Another seed holds out another validation split: read anew.
-    vit::Config other = config_;
-    other.seed = 4;
-    const auto reseeded = vit::data::load_data(other);
-    EXPECT_NE(reseeded.train.images.data_ptr(), first.train.images.data_ptr());
-    EXPECT_FALSE(torch::equal(reseeded.val.images, first.val.images));
-    // Only the last splits are kept.
-    EXPECT_NE(vit::data::load_data(config_).train.images.data_ptr(), first.train.images.data_ptr());
-  }
-  const auto after = vit::data::load_data(config_);
-  EXPECT_NE(after.train.images.data_ptr(), first.train.images.data_ptr());
-  EXPECT_TRUE(torch::equal(after.val.images, first.val.images));
 }
 
 TEST_F(LoadDataTest, LimitsAreStratifiedSubsetsAndLeaveValAlone) {
