@@ -304,7 +304,7 @@ CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) cons
   m.validations_since_best = early_stopping_.since_best();
   m.finished = finished;
   m.stop_reason = stop_reason;
-  m.since_validation = totals_;
+  store_running_totals(m, totals_);
   m.elapsed_s = elapsed_before_ + seconds_since(session_start_);
   return m;
 }
@@ -326,7 +326,7 @@ TrainSummary Trainer::fit() {
     spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", *resume_, step_,
                  step_ / steps_per_epoch_ + 1, m.best_metric);
     if (m.finished) summary.stop_reason = "already finished (" + m.stop_reason + ")";
-    totals_ = m.since_validation;
+    totals_ = stored_running_totals(m, *resume_);
     elapsed_before_ = m.elapsed_s > 0 ? m.elapsed_s : recorded_elapsed(run_dir_, step_);
   }
   if (group_) check_ranks_agree();

@@ -1,6 +1,7 @@
 #include "vit/weights/checkpoint.hpp"
 
 #include <filesystem>
+#include <set>
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
@@ -146,29 +147,39 @@ std::vector<std::string> architecture_differences(const ModelConfig& a, const Mo
   check("head_dim", a.head_dim(), b.head_dim());
   check("mlp_dim", a.mlp_dim, b.mlp_dim);
   check("qkv_bias", int(a.qkv_bias), int(b.qkv_bias));
-  if (a.pool != b.pool) diffs.push_back(std::string("pool ") + name_of(a.pool) + " vs " + name_of(b.pool));
+  if (a.pool != b.pool)
+    diffs.push_back(std::string("pool ") + name_of(a.pool) + " vs " + name_of(b.pool));
   return diffs;
 }
 
+namespace {
+
+// The keys of the meta record that CheckpointMeta reads itself.
+bool is_meta_key(const std::string& key) {
+  static const std::set<std::string> keys = {
+      "format_version", "config",      "class_names", "epoch",
+      "step",           "best_metric", "best_step",   "validations_since_best",
+      "finished",       "stop_reason", "elapsed_s"};
+  return keys.count(key) > 0;
+}
+
+}  // namespace
+
 std::string meta_to_json(const CheckpointMeta& meta) {
-  return json{{"format_version", meta.format_version},
-              {"config", config_to_json(meta.config)},
-              {"class_names", meta.class_names},
-              {"epoch", meta.epoch},
-              {"step", meta.step},
-              {"best_metric", meta.best_metric},
-              {"best_step", meta.best_step},
-              {"validations_since_best", meta.validations_since_best},
-              {"finished", meta.finished},
-              {"stop_reason", meta.stop_reason},
-              {"since_validation",
-               {{"loss_sum", meta.since_validation.loss_sum},
-                {"correct", meta.since_validation.correct},
-                {"seen", meta.since_validation.seen},
-                {"steps", meta.since_validation.steps},
-                {"train_seconds", meta.since_validation.train_seconds}}},
-              {"elapsed_s", meta.elapsed_s}}
-      .dump();
+  json j{{"format_version", meta.format_version},
+         {"config", config_to_json(meta.config)},
+         {"class_names", meta.class_names},
+         {"epoch", meta.epoch},
+         {"step", meta.step},
+         {"best_metric", meta.best_metric},
+         {"best_step", meta.best_step},
+         {"validations_since_best", meta.validations_since_best},
+         {"finished", meta.finished},
+         {"stop_reason", meta.stop_reason},
+         {"elapsed_s", meta.elapsed_s}};
+  for (const auto& [key, value] : meta.trainer.items())
+    if (!j.contains(key)) j[key] = value;
+  return j.dump();
 }
 
 CheckpointMeta meta_from_json(const std::string& text, const std::string& source) {
@@ -189,13 +200,9 @@ CheckpointMeta meta_from_json(const std::string& text, const std::string& source
     meta.validations_since_best = j.at("validations_since_best").get<int64_t>();
     meta.finished = j.at("finished").get<bool>();
     meta.stop_reason = j.at("stop_reason").get<std::string>();
-    if (j.contains("since_validation")) {
-      const json& t = j.at("since_validation");
-      meta.since_validation = {t.at("loss_sum").get<double>(), t.at("correct").get<int64_t>(),
-                               t.at("seen").get<int64_t>(), t.at("steps").get<int64_t>(),
-                               t.at("train_seconds").get<double>()};
-    }
     meta.elapsed_s = j.value("elapsed_s", 0.0);
+    for (const auto& [key, value] : j.items())
+      if (!is_meta_key(key)) meta.trainer[key] = value;
   } catch (const json::exception& e) {
     throw Error(source + ": damaged checkpoint metadata (" + std::string(e.what()) + ")");
   } catch (const Error& e) {

@@ -10,7 +10,6 @@
 #include "synthetic.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
@@ -18,6 +17,8 @@
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/run_dir.hpp"
+#include "vit/train/running_totals.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 namespace {
@@ -128,6 +129,9 @@ TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   meta.epoch = 4;
   meta.best_metric = 0.75;
   meta.best_step = 100;
+  const RunningTotals totals{/*loss_sum=*/12.5, /*correct=*/300, /*seen=*/512, /*steps=*/8,
+                             /*train_seconds=*/1.25};
+  store_running_totals(meta, totals);
   const std::string path = (dir / "last.pt").string();
   save_training_checkpoint(path, model, *optimizer, meta);
 
@@ -140,6 +144,13 @@ TEST(Checkpoint, ModelOptimizerAndStepRoundTrip) {
   EXPECT_DOUBLE_EQ(back.best_metric, 0.75);
   EXPECT_EQ(back.class_names, meta.class_names);
   EXPECT_EQ(config_to_json_string(back.config), config_to_json_string(c));
+  // The trainer's statistics since the last validation ride in the meta record.
+  const RunningTotals totals_back = stored_running_totals(back, path);
+  EXPECT_DOUBLE_EQ(totals_back.loss_sum, 12.5);
+  EXPECT_EQ(totals_back.correct, 300);
+  EXPECT_EQ(totals_back.seen, 512);
+  EXPECT_EQ(totals_back.steps, 8);
+  EXPECT_DOUBLE_EQ(totals_back.train_seconds, 1.25);
   const auto a = model->named_parameters(), b = other->named_parameters();
   for (const auto& p : a)
     EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
@@ -191,6 +202,16 @@ TEST(Checkpoint, DamagedOrForeignFilesAreRefused) {
   fs::remove_all(dir);
 }
 
+// A checkpoint saved at a validation has no statistics since: they start at zero.
+// A damaged record is a one-line error naming the file.
+TEST(Checkpoint, RunningTotalsAreZeroWhenAbsentAndRefusedWhenDamaged) {
+  CheckpointMeta meta;
+  EXPECT_EQ(stored_running_totals(meta, "x.pt").seen, 0);
+  meta.trainer["since_validation"] = {{"loss_sum", 1.0}, {"correct", "many"}};
+  const std::string error = testing::error_of([&] { stored_running_totals(meta, "x.pt"); });
+  EXPECT_EQ(error.rfind("x.pt: damaged checkpoint metadata (", 0), 0u) << error;
+}
+
 TEST(MetricsLog, ResumeDropsRecordsAfterTheCheckpoint) {
   const auto dir = fresh_dir("metrics");
   {
@@ -215,8 +236,9 @@ TEST(Evaluate, LabelsBeyondTheModelsClassesAreAClearError) {
   VisionTransformer model(c.model);
   const data::DataSplits splits = testing::texture_splits();
   const data::BatchLoader loader(splits.val, data::loader_options(c, c10::kCPU, /*train=*/false));
-  EXPECT_EQ(testing::error_of([&] { evaluate(model, loader, /*num_classes=*/2, Precision::kFp32); }),
-            "the data has labels up to 3 but the model has 2 classes (model.num_classes)");
+  EXPECT_EQ(
+      testing::error_of([&] { evaluate(model, loader, /*num_classes=*/2, Precision::kFp32); }),
+      "the data has labels up to 3 but the model has 2 classes (model.num_classes)");
 }
 
 TEST(RunDir, LatestResolvesToTheNewestRun) {

@@ -13,15 +13,16 @@
 #include "vit/config.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
+#include "vit/train/running_totals.hpp"
 #include "vit/train/step_profiler.hpp"
 #include "vit/train/step_totals.hpp"
 #include "vit/train/weight_mirror.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 

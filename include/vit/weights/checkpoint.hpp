@@ -3,14 +3,15 @@
 // parameters under "model/", the training state under "optimizer/" and "rng/"
 // (see train/checkpoint.hpp), and one JSON string "meta" that makes the file
 // self-describing: format version, the resolved config, class names, epoch,
-// step and best metric. This header reads the model part only, so analysis and
-// inference never depend on the trainer.
+// step and best metric, and the trainer's own records. This header reads the
+// model part only, so analysis and inference never depend on the trainer.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/serialize/input-archive.h>
+#include <nlohmann/json.hpp>
 
 #include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
@@ -18,16 +19,6 @@
 namespace vit {
 
 constexpr int64_t kCheckpointFormatVersion = 1;
-
-// The training statistics gathered since the last validation, so that a run
-// resumed between two validations writes the same next record.
-struct RunningTotals {
-  double loss_sum = 0;       // sum of per-step mean losses
-  int64_t correct = 0;       // training images classified right
-  int64_t seen = 0;          // training images
-  int64_t steps = 0;         // optimizer steps
-  double train_seconds = 0;  // time in training steps (for images/s)
-};
 
 struct CheckpointMeta {
   int64_t format_version = kCheckpointFormatVersion;
@@ -40,8 +31,10 @@ struct CheckpointMeta {
   int64_t validations_since_best = 0;    // early-stopping counter
   bool finished = false;                 // the run ended (epochs done or patience exhausted)
   std::string stop_reason;               // why it ended, when finished
-  RunningTotals since_validation;        // statistics of the steps after the last validation
   double elapsed_s = 0;                  // run time up to this checkpoint, over all sessions
+  // The trainer's own records in the same JSON object (train/running_totals.hpp
+  // reads and writes them), carried here unread: every key that is not one above.
+  nlohmann::json trainer = nlohmann::json::object();
 };
 
 std::string meta_to_json(const CheckpointMeta& meta);
