@@ -7,7 +7,9 @@
 #   scripts/setup.sh --torch pip     LibTorch 2.x: pip's torch (pinned) in a virtual
 #                                    environment under ~/.cache/vit (see torch_line.sh)
 #   scripts/setup.sh --torch debian  LibTorch 1.13: Debian's libtorch-dev with OpenBLAS
-#   scripts/setup.sh --python-check  also python3-torch, for the cross-check tests
+#   scripts/setup.sh --python-check  also python3-torch, for the cross-check tests, and
+#                                    the tensorboard package in a virtual environment
+#                                    under ~/.cache/vit, to read vit's events files back
 #   scripts/setup.sh --browser-check also chromium, for the report's browser test
 #                                    (scripts/report_screenshot.sh); required once asked for
 #   scripts/setup.sh --fuzz          also clang and libFuzzer, for scripts/fuzz.sh
@@ -19,11 +21,12 @@ source "$here/torch_line.sh"
 line=$VIT_DEFAULT_TORCH
 optional=()
 bench=false
+python_check=false
 browser=false
 fuzz=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --python-check) optional+=(python3-torch python3-numpy) ;;
+    --python-check) optional+=(python3-torch python3-numpy); python_check=true ;;
     --torch) [ $# -ge 2 ] || { echo "setup.sh: --torch needs a line (debian or pip)" >&2; exit 2; }
              line=$2; shift ;;
     --bench) bench=true ;;
@@ -47,6 +50,7 @@ if [ "$line" = debian ]; then
 else
   packages+=(python3 python3-venv)
 fi
+$python_check && packages+=(python3 python3-venv)
 $browser && packages+=(chromium)
 $fuzz && packages+=(clang libclang-rt-dev)
 $bench && packages+=(python3 python3-venv time python3-torch python3-numpy)
@@ -100,6 +104,14 @@ if [ "$line" = pip ] || $bench; then
     python3 -m venv "$VIT_TORCH2_VENV"
     "$VIT_TORCH2_VENV/bin/pip" install -q "torch==$VIT_PIP_TORCH_VERSION"
   fi
+fi
+# The TensorBoard cross-check reads vit's events files with the tensorboard
+# package's own reader, from an environment of its own (178 MB).
+tensorboard_venv=${VIT_TENSORBOARD_VENV:-$HOME/.cache/vit/tensorboard}
+if $python_check && ! "$tensorboard_venv/bin/python" -c 'import tensorboard' 2>/dev/null; then
+  echo "setup.sh: installing tensorboard from PyPI into $tensorboard_venv"
+  python3 -m venv "$tensorboard_venv"
+  "$tensorboard_venv/bin/pip" install -q "tensorboard==2.21.0"
 fi
 if $bench && ! "$VIT_TORCH2_VENV/bin/python" -c 'import timm' 2>/dev/null; then
   echo "setup.sh: installing timm into $VIT_TORCH2_VENV"

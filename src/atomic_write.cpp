@@ -48,8 +48,9 @@ std::string temporary_beside(const std::string& path) {
 
 }  // namespace
 
-CheckedFile::CheckedFile(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+CheckedFile::CheckedFile(std::string path, Mode mode) : path_(std::move(path)) {
+  const int where = mode == Mode::kAppend ? O_APPEND : O_TRUNC;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | where | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot open " + path_ + " for writing (" + errno_text() + ")");
 }
 

@@ -160,6 +160,9 @@ void for_each_field(C& c, F&& f) {
     "before compute capability 8.0, fp32 elsewhere; fp16 needs CUDA");
   f("train.log_every_s", t.log_every_s,
     "seconds between plain progress lines when the output is not a terminal");
+  f("train.tensorboard", t.tensorboard,
+    "write TensorBoard events (events.out.tfevents.*) into the run folder: every metrics.jsonl "
+    "field, and the training loss, lr and images/s every train.log_every_s");
   f("train.cuda_graph", t.cuda_graph,
     "on CUDA, replay the training step from a CUDA graph (not under torchrun or --profile)");
   f("train.init", t.init,

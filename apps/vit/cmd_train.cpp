@@ -15,6 +15,7 @@
 #include "vit/error.hpp"
 #include "vit/io/figures.hpp"
 #include "vit/io/image_io.hpp"
+#include "vit/io/tensorboard.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/distributed.hpp"
 #include "vit/train/metrics_log.hpp"
@@ -83,7 +84,9 @@ void log_to_file(const std::string& path) {
   spdlog::flush_on(spdlog::level::info);  // a crash must not lose the last lines
 }
 
-void draw_curves(const std::string& run_dir) {
+// curves.png, also as an image summary in the run's TensorBoard events
+// (events_file; none when empty) at the last step.
+void draw_curves(const std::string& run_dir, const std::string& events_file, int64_t step) {
   io::TrainingCurves curves;
   for (const auto& r : MetricsLog::read(run_dir + "/metrics.jsonl")) {
     curves.train_step.push_back(double(r.step));
@@ -93,8 +96,13 @@ void draw_curves(const std::string& run_dir) {
     curves.val_loss.push_back(r.val_loss);
     curves.val_acc.push_back(r.val_acc);
   }
-  io::write_png(run_dir + "/curves.png",
-                io::plot_training_curves(curves, fs::path(run_dir).filename().string()));
+  const auto picture = io::plot_training_curves(curves, fs::path(run_dir).filename().string());
+  io::write_png(run_dir + "/curves.png", picture);
+  if (events_file.empty()) return;
+  const std::vector<uint8_t> png = io::encode_png(picture);
+  io::EventsWriter::append(events_file)
+      .png_image("curves", std::string_view(reinterpret_cast<const char*>(png.data()), png.size()),
+                 step);
 }
 
 void log_summary(const TrainSummary& s, const std::string& run_dir) {
@@ -168,7 +176,7 @@ int run_train(const TrainOptions& o) {
   TrainSummary summary;
   try {
     summary = trainer.fit();
-    if (main_rank) draw_curves(run_dir);
+    if (main_rank) draw_curves(run_dir, summary.events_file, summary.steps);
   } catch (...) {
     if (main_rank) point_latest_at_run(run_dir);
     throw;

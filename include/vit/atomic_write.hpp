@@ -21,7 +21,9 @@ void write_atomically(const std::string& path,
 // silent loss.
 class CheckedFile {
  public:
-  explicit CheckedFile(std::string path);  // creates or truncates
+  enum class Mode { kTruncate, kAppend };
+  // Creates the file, or truncates it (kTruncate) or writes at its end (kAppend).
+  explicit CheckedFile(std::string path, Mode mode = Mode::kTruncate);
   ~CheckedFile();
   CheckedFile(const CheckedFile&) = delete;
   CheckedFile& operator=(const CheckedFile&) = delete;

@@ -115,6 +115,7 @@ struct TrainConfig {
   // else fp32) | "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
   Precision precision = Precision::kAuto;
   double log_every_s = 10.0;  // seconds between plain progress lines off a terminal
+  bool tensorboard = true;    // TensorBoard events in the run folder (train/tensorboard_log.hpp)
   // On CUDA, replay the training step from a CUDA graph (train/cuda_graph_step.hpp),
   // except under torchrun or --profile; ignored on the CPU.
   bool cuda_graph = true;

@@ -18,6 +18,8 @@ using nlohmann::json;
 constexpr const char* kCsvHeader =
     "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s";
 
+}  // namespace
+
 json to_json(const ValidationRecord& r) {
   return {{"step", r.step},
           {"epoch", r.epoch},
@@ -30,6 +32,8 @@ json to_json(const ValidationRecord& r) {
           {"images_per_sec", r.images_per_sec},
           {"elapsed_s", r.elapsed_s}};
 }
+
+namespace {
 
 std::string to_csv(const ValidationRecord& r) {
   return fmt::format("{},{:.4f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6g},{:.1f},{:.1f}", r.step,

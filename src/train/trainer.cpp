@@ -22,6 +22,7 @@
 #include "vit/train/optimizer.hpp"
 #include "vit/train/progress.hpp"
 #include "vit/train/stop_signal.hpp"
+#include "vit/train/tensorboard_log.hpp"
 
 namespace vit {
 namespace {
@@ -332,6 +333,11 @@ TrainSummary Trainer::fit() {
   if (group_) check_ranks_agree();
   std::optional<MetricsLog> metrics;
   if (is_main()) metrics.emplace(run_dir_, resume_ ? step_ : -1);
+  std::optional<TensorBoardLog> tensorboard;
+  if (is_main() && config_.train.tensorboard) {
+    tensorboard.emplace(run_dir_, step_, config_.train.log_every_s);
+    summary.events_file = tensorboard->path();
+  }
   session_start_ = Clock::now();
   Progress progress(is_main() && Progress::stderr_is_terminal(), config_.train.log_every_s);
 
@@ -357,6 +363,8 @@ TrainSummary Trainer::fit() {
     const bool stop = read_step_totals();
     const double images_per_sec = totals_.seen / std::max(totals_.train_seconds, 1e-9);
     progress.update(in_epoch + 1, totals_.loss_sum / totals_.steps, images_per_sec, lr);
+    if (tensorboard)
+      tensorboard->progress(step_, totals_.loss_sum / totals_.steps, lr, images_per_sec);
 
     if (validation_due(step_)) {
       progress.clear();
@@ -377,6 +385,7 @@ TrainSummary Trainer::fit() {
       r.images_per_sec = images_per_sec;
       r.elapsed_s = elapsed_before_ + seconds_since(session_start_);
       if (metrics) metrics->append(r);
+      if (tensorboard) tensorboard->record(r);
       totals_ = {};  // the checkpoints below start a new interval
       spdlog::info(
           "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "

@@ -133,6 +133,7 @@ TEST_F(DistributedTrain, TwoRanksReproduceOneProcessAndOnlyRankZeroWritesFiles) 
   for (const auto& entry : fs::directory_iterator(rank1_dir))
     rank1_files.push_back(entry.path().filename().string());
   EXPECT_EQ(rank1_files, std::vector<std::string>{"rank1.log"});
+  EXPECT_EQ(testing::events_files_in(case_dir_ / "two"), 1);  // rank 0's, for the world
   EXPECT_EQ(rank1->output(), "");  // rank 1 logs warnings and errors only
   EXPECT_NE(rank0->output().find("rank 0 of 2 (gloo backend"), std::string::npos);
 }

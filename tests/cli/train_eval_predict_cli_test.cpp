@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -104,6 +106,49 @@ TEST_F(TrainEvalPredict, TrainWritesTheRunFolderAndPointsLatestAtIt) {
         << line;
 }
 
+// The python of the virtual environment with the tensorboard package that
+// scripts/setup.sh --python-check makes: $VIT_TENSORBOARD_VENV, or
+// ~/.cache/vit/tensorboard.
+std::string tensorboard_python() {
+  if (const char* venv = std::getenv("VIT_TENSORBOARD_VENV"))
+    return std::string(venv) + "/bin/python";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + "/.cache/vit/tensorboard/bin/python";
+}
+
+TEST_F(TrainEvalPredict, TensorBoardReadsTheRunsEvents) {
+  ASSERT_EQ(train_status_, 0) << "vit train failed; see " << (dir_ / "train.err");
+  const fs::path run = fs::canonical(dir_ / "runs" / "latest");
+  EXPECT_EQ(testing::events_files_in(run), 1);
+  const std::string python = tensorboard_python();
+  if (std::system(("'" + python + "' -c 'import tensorboard' 2>/dev/null").c_str()) != 0) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true")
+      FAIL() << python << " cannot import tensorboard, and CI must read the events back "
+             << "(scripts/setup.sh --python-check installs it)";
+    GTEST_SKIP() << python << " cannot import tensorboard (scripts/setup.sh --python-check)";
+  }
+  const std::string script = std::string(VIT_SOURCE_DIR) + "/tests/pycheck/check_tensorboard.py";
+  const fs::path log = dir_ / "tensorboard.txt";
+  const std::string command =
+      "'" + python + "' '" + script + "' '" + run.string() + "' > '" + log.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::cout << output;
+  EXPECT_EQ(status, 0) << output;
+}
+
+TEST_F(TrainEvalPredict, NoEventsWithTensorBoardOff) {
+  const std::string command = "cd '" + dir_.string() + "' && '" + VIT_BINARY +
+                              "' train --config blocks.json --set train.tensorboard=false "
+                              "--set train.epochs=1 --out quiet_run --device cpu --threads 1 "
+                              "-q 2> quiet.err";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "see " << (dir_ / "quiet.err");
+  EXPECT_EQ(testing::events_files_in(dir_ / "quiet_run"), 0);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "quiet_run" / "curves.png"));
+}
+
 TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
   ASSERT_EQ(train_status_, 0);
   const fs::path run = fs::canonical(dir_ / "runs" / "latest");
@@ -114,6 +159,7 @@ TEST_F(TrainEvalPredict, ResumingThroughLatestKeepsTheLinkAndTheRun) {
   EXPECT_EQ(fs::canonical(dir_ / "runs" / "latest"), run);
   EXPECT_EQ(read_json(run / "summary.json")["stop_reason"], "already finished (epochs done)");
   EXPECT_EQ(testing::read_lines(run / "metrics.jsonl").size(), 2u);  // no records were added
+  EXPECT_EQ(testing::events_files_in(run), 2);  // the resumed session's own, beside the first
 }
 
 // One epoch of blocks.json as a process in `work` (a folder of its own, so the

@@ -93,6 +93,14 @@ inline nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(in);
 }
 
+// How many TensorBoard events files (events.out.tfevents.*) `dir` holds.
+inline int events_files_in(const fs::path& dir) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(dir))
+    count += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  return count;
+}
+
 inline std::vector<std::string> read_lines(const fs::path& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;

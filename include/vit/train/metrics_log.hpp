@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace vit {
 
 struct ValidationRecord {
@@ -19,6 +21,9 @@ struct ValidationRecord {
   double images_per_sec = 0;  // training throughput since the previous record
   double elapsed_s = 0;       // wall time since the run started (resumed runs continue the count)
 };
+
+// The record as metrics.jsonl holds it: one line of this JSON object.
+nlohmann::json to_json(const ValidationRecord& record);
 
 class MetricsLog {
  public:

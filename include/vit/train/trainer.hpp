@@ -36,6 +36,7 @@ struct TrainSummary {
   std::optional<EvalResult>
       test;                  // best.pt on the test split; absent when interrupted or no test split
   double train_seconds = 0;  // wall time of this invocation's training loop
+  std::string events_file;   // this invocation's TensorBoard events; empty when off
 };
 
 class ProcessGroup;
