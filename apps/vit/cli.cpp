@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "config_files.hpp"
+#include "version.hpp"
 #include "vit/allocator.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/device.hpp"
@@ -32,8 +34,8 @@ void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoin
       ->check(CLI::ExistingFile);
   cmd.add_option("--config", config,
                  std::string("config giving a timm .safetensors file's architecture") +
-                     (reads_data ? " and data" : ""))
-      ->check(CLI::ExistingFile);
+                     (reads_data ? " and data" : "") + ": a file, or a shipped config's name")
+      ->transform(config_file());
 }
 
 void add_precision_option(CLI::App& cmd, std::string& precision) {
@@ -82,7 +84,10 @@ c10::Device chosen_device(const CommonOptions& options, const Config* config) {
 
 Cli::Cli() : app_("vit: train Vision Transformers and see what they attend to") {
   app_.require_subcommand(1);
-  app_.set_version_flag("--version", "vit 0.1.0");
+  // A callback, so the version text (which asks CUDA) is made only when asked for.
+  app_.add_flag_callback(
+      "--version", [] { throw CLI::CallForVersion(version_text(), 0); },
+      "print vit's version, the LibTorch it was built against, CUDA and the BLAS in use, and exit");
 }
 
 void Cli::parse(int argc, const char* const* argv) {

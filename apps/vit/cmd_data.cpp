@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_data.hpp"
+#include "config_files.hpp"
 #include "vit/config.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
@@ -160,9 +161,10 @@ int run_data(const DataOptions& o) {
 std::shared_ptr<DataOptions> register_data(Cli& cli) {
   auto [options, cmd] = add_command<DataOptions>(
       cli, "data", "Inspect a dataset as `vit train` would see it", run_data);
-  cmd->add_option("--config", options->config, "JSON config file")
+  cmd->add_option("--config", options->config,
+                  "JSON config file, or a shipped config's name (vit config --list)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->transform(config_file());
   cmd->add_option("--set", options->overrides,
                   "override a config key, e.g. --set data.val_size=1000");
   cmd->add_flag("--json", options->json, "print JSON instead of text");

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "config_files.hpp"
 #include "vit/error.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/weights.hpp"
@@ -43,8 +44,9 @@ std::shared_ptr<ExportOptions> register_export(Cli& cli) {
   cmd->add_option("--checkpoint", options->checkpoint, "checkpoint to export (.pt or .safetensors)")
       ->required();
   cmd->add_option("--config", options->config,
-                  "config giving a timm .safetensors file's architecture")
-      ->check(CLI::ExistingFile);
+                  "config giving a timm .safetensors file's architecture: a file, or a shipped "
+                  "config's name")
+      ->transform(config_file());
   cmd->add_option("--out", options->out, "output file, e.g. model.safetensors")->required();
   return options;
 }

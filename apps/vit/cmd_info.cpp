@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config_files.hpp"
 #include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
@@ -128,7 +129,10 @@ std::shared_ptr<InfoOptions> register_info(Cli& cli) {
       run_info);
   auto* source = cmd->add_option_group(
       "source", "what to describe: --config, --checkpoint, or both for a timm .safetensors file");
-  source->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
+  source
+      ->add_option("--config", options->config,
+                   "JSON config file, or a shipped config's name (vit config --list)")
+      ->transform(config_file());
   source->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors)")
       ->check(CLI::ExistingFile);
   source->require_option();  // at least one of the two

@@ -9,6 +9,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "config_files.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/data/load.hpp"
 #include "vit/device.hpp"
@@ -193,7 +194,10 @@ int run_train(const TrainOptions& o) {
 std::shared_ptr<TrainOptions> register_train(Cli& cli) {
   auto [options, cmd] = add_command<TrainOptions>(
       cli, "train", "Train a ViT from a JSON config (early stopping, checkpoints)", run_train);
-  cmd->add_option("--config", options->config, "JSON config file")->check(CLI::ExistingFile);
+  cmd->add_option("--config", options->config,
+                  "JSON config file, or a shipped config's name: --config cifar10 (vit config "
+                  "--list)")
+      ->transform(config_file());
   cmd->add_option("--set", options->overrides, "override a config key, e.g. --set train.epochs=5");
   cmd->add_option("--out", options->out, "run folder (default: runs/<name>-<timestamp>)");
   cmd->add_option("--resume", options->resume,
