@@ -1,6 +1,5 @@
 #include "config_files.hpp"
 
-#include <algorithm>
 #include <map>
 #include <system_error>
 
