@@ -9,7 +9,8 @@ include(GNUInstallDirs)
 
 # A binary installed against pip's LibTorch keeps the wheel's folders in its
 # runpath; the system folders of Debian's LibTorch are left out as usual.
-set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
+# (A target property: the CMAKE_ variable would apply only to targets made after it.)
+set_target_properties(vit PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS vit RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/vit/configs
         FILES_MATCHING PATTERN "*.json")
