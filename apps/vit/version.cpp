@@ -22,10 +22,14 @@ std::string build_setting(const std::string& key) {
   return config.substr(start, config.find_first_of(", \n", start) - start);
 }
 
-// Debian's LibTorch reaches BLAS through the libblas.so.3 alternative, so the
+// pip's LibTorch carries MKL inside, which its build settings name. Debian's
+// ("generic") reaches BLAS through the libblas.so.3 alternative, so the
 // library in use is whichever that is: OpenBLAS names itself and its file.
-// pip's LibTorch carries MKL inside, which its build settings name.
+// (OpenBLAS may be loaded on the pip line too, for OpenCV; LibTorch does not
+// call it there.)
 std::string blas_in_use() {
+  const std::string built_with = build_setting("BLAS_INFO");
+  if (built_with == "mkl") return "MKL (built into LibTorch)";
   using ConfigFunction = const char* (*)();
   if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_get_config")) {
     std::string text = reinterpret_cast<ConfigFunction>(symbol)();
@@ -34,8 +38,7 @@ std::string blas_in_use() {
       text += fmt::format(" ({})", library.dli_fname);
     return text;
   }
-  const std::string built_with = build_setting("BLAS_INFO");
-  return built_with.empty() ? "unknown" : built_with + " (built into LibTorch)";
+  return built_with.empty() ? "unknown" : built_with + " (libblas.so.3)";
 }
 
 std::string cuda_state() {
