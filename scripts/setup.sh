@@ -44,6 +44,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libopencv-dev libgtest-dev zlib1g-dev
   libgloo-dev
   dataset-fashion-mnist
+  dpkg-dev  # dpkg-shlibdeps: the Debian package's Depends (cpack -G DEB)
 )
 if [ "$line" = debian ]; then
   packages+=(libtorch-dev libopenblas0-openmp libdnnl-dev)
