@@ -90,7 +90,8 @@ PrecisionChoice chosen_automatically(const PrecisionHardware& h) {
   if (h.cuda) {
     const std::string capability = fmt::format("{}.{}", h.cuda_major, h.cuda_minor);
     if (h.cuda_major >= 8)
-      return {Precision::kBf16, "precision auto: bf16 (CUDA compute capability " + capability + ")",
+      return {Precision::kBf16,
+              "precision auto: bf16 (CUDA compute capability " + capability + ")",
               {}};
     return {Precision::kFp16,
             "precision auto: fp16 with loss scaling (CUDA compute capability " + capability +
@@ -98,10 +99,11 @@ PrecisionChoice chosen_automatically(const PrecisionHardware& h) {
             {}};
   }
   if (cpu_computes_bf16(h.cpu))
-    return {Precision::kBf16, "precision auto: bf16 (this CPU computes bf16: " + isa_text(h) + ")",
-            {}};
+    return {
+        Precision::kBf16, "precision auto: bf16 (this CPU computes bf16: " + isa_text(h) + ")", {}};
   return {Precision::kFp32,
-          "precision auto: fp32 (this CPU has no bf16 instructions: " + isa_text(h) + ")", {}};
+          "precision auto: fp32 (this CPU has no bf16 instructions: " + isa_text(h) + ")",
+          {}};
 }
 
 }  // namespace

@@ -21,9 +21,9 @@
 
 #include "synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "process.hpp"
 #include "synthetic.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/precision.hpp"
 #include "vit/train/trainer.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit {

@@ -225,7 +225,8 @@ TEST(DistributedEvaluationTest, RanksShareOfASplitCombinesToTheWholeSplitsResult
   options.train = false;
   options.mean = {20.0 / 255};
   options.std = {10.0 / 255};
-  const EvalResult whole = evaluate(model, data::BatchLoader(dataset, options), 3, Precision::kFp32);
+  const EvalResult whole =
+      evaluate(model, data::BatchLoader(dataset, options), 3, Precision::kFp32);
   std::vector<EvalResult> combined(2);
   run_ranks(2, [&](int rank, ProcessGroup& group) {
     const int64_t begin = 37 * rank / 2, end = 37 * (rank + 1) / 2;
@@ -234,8 +235,8 @@ TEST(DistributedEvaluationTest, RanksShareOfASplitCombinesToTheWholeSplitsResult
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < model->parameters().size(); ++i)
       copy->parameters()[i].copy_(model->parameters()[i]);
-    combined[rank] =
-        combine_across_ranks(evaluate(copy, data::BatchLoader(share, options), 3, Precision::kFp32), group);
+    combined[rank] = combine_across_ranks(
+        evaluate(copy, data::BatchLoader(share, options), 3, Precision::kFp32), group);
   });
   for (const auto& r : combined) {
     EXPECT_EQ(r.count, 37);

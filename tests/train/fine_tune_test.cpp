@@ -6,8 +6,8 @@
 #include <torch/torch.h>
 
 #include "synthetic.hpp"
-#include "vit/weights/safetensors.hpp"
 #include "vit/train/optimizer.hpp"
+#include "vit/weights/safetensors.hpp"
 
 namespace vit {
 namespace {

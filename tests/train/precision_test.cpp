@@ -79,7 +79,8 @@ TEST(ChoosePrecision, AnExplicitBf16OnACpuThatEmulatesItRunsWithAWarning) {
 TEST(ChoosePrecision, ExplicitChoicesStayAndBadOnesAreErrors) {
   EXPECT_EQ(choose_precision(Precision::kFp32, gpu(9, 0)).precision, Precision::kFp32);
   EXPECT_EQ(choose_precision(Precision::kFp16, gpu(9, 0)).precision, Precision::kFp16);
-  EXPECT_EQ(choose_precision(Precision::kBf16, cpu(CpuIsa::kAvx512Bf16)).description, "precision bf16");
+  EXPECT_EQ(choose_precision(Precision::kBf16, cpu(CpuIsa::kAvx512Bf16)).description,
+            "precision bf16");
   EXPECT_EQ(error_of([] { choose_precision(Precision::kFp16, cpu(CpuIsa::kAmx)); }),
             "train.precision fp16 needs a CUDA device (on CPU use bf16)");
   EXPECT_EQ(error_of([] { precision_named("half", "train.precision"); }),

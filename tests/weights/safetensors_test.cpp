@@ -271,9 +271,8 @@ TEST_F(SafetensorsTest, AFailedWriteNamesThePathAndLeavesNothingBehind) {
     write_safetensors(under_a_file, tensors);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(under_a_file + ": cannot create folder " +
-                                              (dir_ / "a_file").string() + " (",
-                                          0),
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  under_a_file + ": cannot create folder " + (dir_ / "a_file").string() + " (", 0),
               0u)
         << e.what();
   }

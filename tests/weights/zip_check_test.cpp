@@ -14,8 +14,8 @@
 #include "error_of.hpp"
 #include "train/synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/train/checkpoint.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 namespace {

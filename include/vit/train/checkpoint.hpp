@@ -4,8 +4,8 @@
 // atomically. weights/checkpoint.hpp reads the model part for inference.
 #include <string>
 
-#include "vit/weights/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 

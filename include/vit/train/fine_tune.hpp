@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "vit/config.hpp"
-#include "vit/weights/pretrained.hpp"
 #include "vit/model/vision_transformer.hpp"
+#include "vit/weights/pretrained.hpp"
 
 namespace vit {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "vit/weights/safetensors.hpp"
 #include "vit/model/vision_transformer.hpp"
+#include "vit/weights/safetensors.hpp"
 
 namespace vit {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "vit/config.hpp"
-#include "vit/weights/safetensors.hpp"
 #include "vit/model/vision_transformer.hpp"
+#include "vit/weights/safetensors.hpp"
 
 namespace vit {
 
