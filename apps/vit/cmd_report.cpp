@@ -86,11 +86,10 @@ ReportNumbers run_analyses(const ReportOptions& o, OpenedModel& opened,
 int run_report(const ReportOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path run = fs::path(o.run);
-  apply_common_options(o.common);  // before the checks: VIT_CPU_ISA and --device come first
   check_run(run);
   ModelSource best;
   best.checkpoint = run_checkpoint(run).string();
-  OpenedModel opened = open_model(o.common, best);
+  OpenedModel opened = open_model(o.common, best);  // applies the common options
   const ReportAssets assets{run / "report"};
   const ReportNumbers numbers = run_analyses(o, opened, assets);
   const fs::path page = run / "report.html";

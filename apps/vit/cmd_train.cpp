@@ -97,10 +97,10 @@ void draw_curves(const std::string& run_dir, const std::string& events_file, int
     curves.val_loss.push_back(r.val_loss);
     curves.val_acc.push_back(r.val_acc);
   }
-  const auto picture = io::plot_training_curves(curves, fs::path(run_dir).filename().string());
-  io::write_png(run_dir + "/curves.png", picture);
+  const std::vector<uint8_t> png =
+      io::write_png(run_dir + "/curves.png",
+                    io::plot_training_curves(curves, fs::path(run_dir).filename().string()));
   if (events_file.empty()) return;
-  const std::vector<uint8_t> png = io::encode_png(picture);
   io::EventsWriter::append(events_file)
       .png_image("curves", std::string_view(reinterpret_cast<const char*>(png.data()), png.size()),
                  step);

@@ -183,7 +183,7 @@ std::vector<uint8_t> encode_png(const at::Tensor& image) {
   return bytes;
 }
 
-void write_png(const std::filesystem::path& path, const at::Tensor& image) {
+std::vector<uint8_t> write_png(const std::filesystem::path& path, const at::Tensor& image) {
   detail::check_image(image, path.string());
   const std::vector<uint8_t> bytes = encode_png(image);
   const std::filesystem::path parent = path.parent_path();
@@ -204,6 +204,7 @@ void write_png(const std::filesystem::path& path, const at::Tensor& image) {
     throw Error(path.string() + ": write failed after " + std::to_string(bytes.size()) +
                 " bytes (disk full?)");
   }
+  return bytes;
 }
 
 at::Tensor to_uint8(const at::Tensor& image) {

@@ -8,11 +8,12 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
+#include "small_model.hpp"
+#include "vit/train/checkpoint.hpp"
+#include "vit/train/optimizer.hpp"
 #include "vit/weights/patch_embed_resize.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
 #include "vit/weights/weights.hpp"
-#include "vit/train/checkpoint.hpp"
-#include "vit/train/optimizer.hpp"
 
 namespace vit {
 namespace {
@@ -20,25 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 
-// D = 32, 4 heads, 2 blocks, MLP 64, 16x16 RGB images in 4x4 patches (g = 4), 5 classes.
-Config small_config() {
-  Config c;
-  c.model.image_size = 16;
-  c.model.patch_size = 4;
-  c.model.num_classes = 5;
-  c.model.dim = 32;
-  c.model.depth = 2;
-  c.model.heads = 4;
-  c.model.mlp_dim = 64;
-  return c;
-}
-
-VisionTransformer seeded_model(const ModelConfig& cfg, uint64_t seed) {
-  torch::manual_seed(seed);
-  VisionTransformer model(cfg);
-  model->eval();
-  return model;
-}
+using testing::seeded_model;
+using testing::small_config;
 
 torch::Tensor images(int64_t channels, int64_t side) {
   torch::manual_seed(123);

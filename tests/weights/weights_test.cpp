@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
+#include "small_model.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
@@ -14,25 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// D = 32, 4 heads, 2 blocks, MLP 64, 16x16 images in 4x4 patches (N = 17), 5 classes.
-Config small_config() {
-  Config c;
-  c.model.image_size = 16;
-  c.model.patch_size = 4;
-  c.model.num_classes = 5;
-  c.model.dim = 32;
-  c.model.depth = 2;
-  c.model.heads = 4;
-  c.model.mlp_dim = 64;
-  return c;
-}
-
-VisionTransformer seeded_model(const ModelConfig& cfg, uint64_t seed) {
-  torch::manual_seed(seed);
-  VisionTransformer model(cfg);
-  model->eval();
-  return model;
-}
+using testing::seeded_model;
+using testing::small_config;
 
 torch::Tensor fixed_images() {
   torch::manual_seed(123);

@@ -42,8 +42,9 @@ at::Tensor resize_image(const at::Tensor& image, int64_t side);
 at::Tensor resize_batch(const at::Tensor& images, int64_t side);
 
 // Writes uint8 (C, H, W), C = 1 or 3 (RGB), as a PNG, creating missing parent
-// folders. Throws vit::Error naming the path when any step fails.
-void write_png(const std::filesystem::path& path, const at::Tensor& image);
+// folders, and returns the bytes written (for a caller that also embeds
+// them). Throws vit::Error naming the path when any step fails.
+std::vector<uint8_t> write_png(const std::filesystem::path& path, const at::Tensor& image);
 
 // Encodes uint8 (C, H, W) as PNG bytes.
 std::vector<uint8_t> encode_png(const at::Tensor& image);
