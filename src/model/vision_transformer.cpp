@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "vit/error.hpp"
 #include "vit/kernels/batched_matmul.hpp"
 #include "vit/kernels/gelu.hpp"
 #include "vit/kernels/head_split.hpp"
@@ -164,10 +165,26 @@ AttentionResult AttentionImpl::attend(const torch::Tensor& x, const AttentionCal
   } else {
     attended = fused(q, k, v);
   }
-  const auto merged = merge_heads(attended);  // (B, Nq, I)
+  auto merged = merge_heads(attended);  // (B, Nq, I)
+  if (call.head_outputs) result.heads = merged;
+  if (call.removed_head >= 0) merged = remove_head(merged, call.removed_head, call.removed_value);
   result.out = call.residual.defined() ? add_linear(call.residual, proj, proj_drop, merged)
                                        : proj_drop(linear(proj, merged));  // (B, Nq, D)
   return result;
+}
+
+torch::Tensor AttentionImpl::remove_head(const torch::Tensor& merged, int64_t head,
+                                         const torch::Tensor& value) {
+  if (head >= heads_)
+    throw Error("attention: removed head " + std::to_string(head) + ", expected 0.." +
+                std::to_string(heads_ - 1));
+  auto edited = merged.clone();                                        // (B, Nq, I)
+  auto slice = edited.narrow(/*dim=*/2, head * head_dim_, head_dim_);  // (B, Nq, Dh)
+  if (value.defined())
+    slice.copy_(value.expand_as(slice));
+  else
+    slice.zero_();
+  return edited;
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
@@ -202,12 +219,17 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
 // x + MSA(LN(x)), then + MLP(LN(.)). Each residual add takes the bias of the
 // layer before it, in one pass where kernels/residual runs; for the class
 // token alone, its residual is its own row.
-BlockResult BlockImpl::run(const torch::Tensor& x, AttentionCall call) {
+BlockResult BlockImpl::run(const torch::Tensor& x, AttentionCall call, BlockSkip skip) {
   const bool class_token = call.queries == AttentionCall::Queries::kClassToken;
   call.residual = class_token ? x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) : x;
-  AttentionResult attended = attn->attend(normalized_for_linear(norm1, x), call);
+  AttentionResult attended;
+  if (skip.attention)
+    attended.out = call.residual;
+  else
+    attended = attn->attend(normalized_for_linear(norm1, x), call);
   const auto& h = attended.out;  // (B, Nq, D)
-  return {mlp->forward_onto(h, normalized_for_linear(norm2, h)), attended.probabilities};
+  auto out = skip.mlp ? h : mlp->forward_onto(h, normalized_for_linear(norm2, h));
+  return {out, attended.probabilities, attended.heads};
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
@@ -248,11 +270,13 @@ torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
                   pos_embed);  // (B, N, D)
 }
 
+torch::Tensor VisionTransformerImpl::pool(const torch::Tensor& tokens) {
+  return cfg_.pool == Pool::kMean ? tokens.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
+                                  : tokens.select(/*dim=*/1, /*index=*/0);        // (B, D)
+}
+
 torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
-  auto x = normalized(norm, tokens);                                                // (B, N, D)
-  auto pooled = cfg_.pool == Pool::kMean ? x.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
-                                         : x.select(/*dim=*/1, /*index=*/0);        // (B, D)
-  return linear(head, pooled);                                                      // (B, K)
+  return linear(head, pool(normalized(norm, tokens)));  // (B, N, D) -> (B, D) -> (B, K)
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {

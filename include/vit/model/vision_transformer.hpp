@@ -40,11 +40,19 @@ struct AttentionCall {
   // bias joins the residual add in one pass (kernels/residual). Undefined:
   // nothing is added.
   torch::Tensor residual;
+  // Analyses (head ablation): head `removed_head`'s slice of the merged heads,
+  // before the output projection, is replaced by `removed_value` (broadcast to
+  // (B,Nq,Dh)), or by zeros when that is undefined. -1: no head is removed.
+  int64_t removed_head = -1;
+  torch::Tensor removed_value;
+  // Also return the merged heads (B,Nq,I), before the output projection.
+  bool head_outputs = false;
 };
 
 struct AttentionResult {
   torch::Tensor out;            // (B,Nq,D): Nq = N, or 1 for the class token alone
   torch::Tensor probabilities;  // (B,H,Nq,N) when asked for, rows sum to 1
+  torch::Tensor heads;          // (B,Nq,I) when asked for: every head's output, side by side
 };
 
 // Multi-head self-attention with a fused qkv projection. (B,N,D) -> (B,N,D)
@@ -72,6 +80,8 @@ class AttentionImpl : public torch::nn::Module {
                                                            const torch::Tensor& v,
                                                            torch::ScalarType probs_dtype);
   torch::Tensor merge_heads(const torch::Tensor& x);  // (B,H,Nq,Dh) -> (B,Nq,I)
+  // `merged` (B,Nq,I) with head `head`'s Dh columns set to `value`, or to zeros
+  torch::Tensor remove_head(const torch::Tensor& merged, int64_t head, const torch::Tensor& value);
   int64_t heads_, head_dim_;
   double attn_dropout_;
 };
@@ -92,6 +102,14 @@ TORCH_MODULE(Mlp);
 struct BlockResult {
   torch::Tensor out;            // (B,Nq,D)
   torch::Tensor probabilities;  // (B,H,Nq,N) when asked for
+  torch::Tensor heads;          // (B,Nq,I) when asked for
+};
+
+// Analyses (branch ablation): a block's attention or MLP branch left out,
+// its residual kept: x + MSA(LN(x)) becomes x, or h + MLP(LN(h)) becomes h.
+struct BlockSkip {
+  bool attention = false;
+  bool mlp = false;
 };
 
 // Pre-norm transformer block: x + MSA(LN(x)), then x + MLP(LN(x)).
@@ -101,7 +119,7 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   // The same, for the queries `call` names, returning the probabilities if
   // asked (call.residual is the block's own input and is set here).
-  BlockResult run(const torch::Tensor& x, AttentionCall call);
+  BlockResult run(const torch::Tensor& x, AttentionCall call, BlockSkip skip = {});
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
@@ -123,6 +141,14 @@ class VisionTransformerImpl : public torch::nn::Module {
   LogitsAndAttention forward_with_attention(const torch::Tensor& images);
   const ModelConfig& config() const { return cfg_; }
 
+  // The pieces of forward, for the analyses that read or change the residual
+  // stream between blocks (they run the blocks themselves, through
+  // BlockImpl::run):
+  torch::Tensor embed(const torch::Tensor& images);  // (B,C,S,S) -> (B,N,D): layer 0
+  torch::Tensor pool(const torch::Tensor& tokens);   // (B,N,D) -> (B,D): what the head reads
+  // The final norm, the pooling and the head: (B,N,D) -> (B,K)
+  torch::Tensor classify(const torch::Tensor& tokens);
+
   PatchEmbed patch_embed{nullptr};
   torch::Tensor cls_token, pos_embed;  // (1,1,D), (1,N,D)
   torch::nn::Dropout pos_drop{nullptr};
@@ -131,8 +157,6 @@ class VisionTransformerImpl : public torch::nn::Module {
   torch::nn::Linear head{nullptr};
 
  private:
-  torch::Tensor embed(const torch::Tensor& images);     // (B,C,S,S) -> (B,N,D)
-  torch::Tensor classify(const torch::Tensor& tokens);  // (B,N,D) -> (B,K)
   void init_weights();
   ModelConfig cfg_;
 };
