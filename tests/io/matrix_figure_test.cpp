@@ -1,0 +1,63 @@
+#include "vit/io/matrix_figure.hpp"
+
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "picture_checks.hpp"
+
+namespace {
+
+using vit::io::testing::count_color;
+using vit::io::testing::expect_error;
+
+const std::vector<int> kEmpty = {247, 251, 255};
+const std::vector<int> kThreeQuarters = {33, 113, 181};
+const std::vector<int> kFull = {8, 48, 107};
+const std::vector<int> kMissing = {200, 200, 200};
+
+TEST(MatrixFigureTest, CellsTakeTheirColourOnTheGivenScale) {
+  // A 2 x 3 matrix on the scale -1..3: -1 is white, 2 is three quarters, 3 (and 5, beyond) full.
+  const at::Tensor values = torch::tensor({-1.0, 2.0, 3.0, 5.0, -1.0, NAN}).view({2, 3});
+  vit::io::MatrixFigureOptions options;
+  options.title = "a title";
+  options.row_axis = "layer";
+  options.column_axis = "head";
+  options.low = -1;
+  options.high = 3;
+  const at::Tensor picture = vit::io::render_matrix(values, {"a", "b"}, {}, options);
+  ASSERT_EQ(picture.size(0), 3);
+  EXPECT_GT(picture.size(2), picture.size(1) / 2) << "wider than half its height: 3 columns";
+  // 56-pixel cells: two full ones (3 and 5), one three-quarter, two white, one missing.
+  EXPECT_GT(count_color(picture, kFull), 2 * 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kThreeQuarters), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kEmpty), 2 * 56 * 56 / 2);
+  EXPECT_GE(count_color(picture, kMissing), 56 * 56);
+}
+
+TEST(MatrixFigureTest, RejectsBadInput) {
+  vit::io::MatrixFigureOptions options;
+  expect_error([&] { vit::io::render_matrix(torch::zeros({3}), {}, {}, options); },
+               "expected a non-empty (R, C) matrix");
+  expect_error(
+      [&] {
+        vit::io::render_matrix(torch::zeros({2, 3}), {"a"}, {}, options);
+      },
+      "1 row names for 2 rows");
+  expect_error(
+      [&] {
+        vit::io::render_matrix(torch::zeros({2, 3}), {}, {"a", "b"}, options);
+      },
+      "2 column names for 3 columns");
+  options.low = 1;
+  options.high = 1;
+  expect_error(
+      [&] {
+        vit::io::render_matrix(torch::zeros({2, 2}), {}, {}, options);
+      },
+      "expected low < high");
+}
+
+}  // namespace
