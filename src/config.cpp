@@ -163,6 +163,9 @@ void for_each_field(C& c, F&& f) {
   f("train.tensorboard", t.tensorboard,
     "write TensorBoard events (events.out.tfevents.*) into the run folder: every metrics.jsonl "
     "field, and the training loss, lr and images/s every train.log_every_s");
+  f("train.snapshot_every", t.snapshot_every,
+    "epochs between snapshots (snapshots/epoch-NNN.pt in the run folder, for the analyses "
+    "across training); 0 = off");
   f("train.cuda_graph", t.cuda_graph,
     "on CUDA, replay the training step from a CUDA graph (not under torchrun or --profile)");
   f("train.init", t.init,
@@ -486,6 +489,8 @@ void validate_train(const TrainConfig& t) {
                                            ", expected >= 0");
   require(t.validate_every >= 0, "train.validate_every is " + std::to_string(t.validate_every) +
                                      ", expected >= 0 (0 = every epoch)");
+  require(t.snapshot_every >= 0, "train.snapshot_every is " + std::to_string(t.snapshot_every) +
+                                     ", expected >= 0 (0 = off)");
   require(t.log_every_s > 0,
           "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
   require(t.layer_decay > 0 && t.layer_decay <= 1,

@@ -114,8 +114,9 @@ struct TrainConfig {
   // "auto" (bf16 where the CPU or GPU computes it, fp16 on pre-Ampere GPUs,
   // else fp32) | "fp32" | "bf16" (CPU, CUDA) | "fp16" (CUDA)
   Precision precision = Precision::kAuto;
-  double log_every_s = 10.0;  // seconds between plain progress lines off a terminal
-  bool tensorboard = true;    // TensorBoard events in the run folder (train/tensorboard_log.hpp)
+  double log_every_s = 10.0;   // seconds between plain progress lines off a terminal
+  bool tensorboard = true;     // TensorBoard events in the run folder (train/tensorboard_log.hpp)
+  int64_t snapshot_every = 0;  // epochs between snapshots/epoch-NNN.pt in the run folder; 0 = off
   // On CUDA, replay the training step from a CUDA graph (train/cuda_graph_step.hpp),
   // except under torchrun or --profile; ignored on the CPU.
   bool cuda_graph = true;

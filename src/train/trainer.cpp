@@ -21,6 +21,7 @@
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/progress.hpp"
+#include "vit/train/snapshots.hpp"
 #include "vit/train/stop_signal.hpp"
 #include "vit/train/tensorboard_log.hpp"
 
@@ -359,6 +360,10 @@ TrainSummary Trainer::fit() {
     unread_images_ += batch.labels.size(0);
     profiler_.after_step(step_);
     ++step_;
+    if (const auto snapshot = snapshot_due(step_, steps_per_epoch_, config_.train.snapshot_every)) {
+      if (is_main()) fs::create_directories(fs::path(run_dir_) / "snapshots");
+      save(*snapshot, /*finished=*/false, "");
+    }
     if (!read_due(step_)) continue;
     const bool stop = read_step_totals();
     const double images_per_sec = totals_.seen / std::max(totals_.train_seconds, 1e-9);
