@@ -1,0 +1,44 @@
+#pragma once
+// The residual stream between blocks, read and changed without hooks: the
+// analyses run the blocks themselves, through BlockImpl::run, with the
+// explicit attention (never a fused kernel), in the model's eval mode.
+//
+// Layer l (0 <= l <= L) is the stream after block l; layer 0 is the patch
+// embeddings plus the position embeddings, with the class token.
+//
+// Shape key: L layers, B batch, N tokens (class token first), D width,
+//            H heads, Dh head width, I = H*Dh, K classes.
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit {
+
+struct ResidualStream {
+  std::vector<at::Tensor> layers;  // L+1 of (B,N,D)
+  std::vector<at::Tensor> heads;   // L of (B,N,I), the merged heads before each output projection,
+                                   //   when asked for
+};
+
+// The stream of `inputs` (B,C,S,S), normalised, without gradients.
+ResidualStream residual_stream(VisionTransformer& model, const at::Tensor& inputs,
+                               bool with_heads = false);
+
+// What an ablation changes in one block.
+struct BlockAblation {
+  int64_t block = 0;
+  int64_t head = -1;      // the head whose slice of the merged heads is replaced; -1: none
+  at::Tensor head_value;  // (N,Dh) or (B,N,Dh) to put there; undefined: zeros
+  BlockSkip skip;         // the attention or MLP branch left out
+};
+
+// The logits (B,K) of the model run from layer `ablation.block` (the stream
+// `before` (B,N,D) that enters that block) to the end, with the ablation in
+// that block and every later block intact. Without gradients.
+at::Tensor logits_after(VisionTransformer& model, const at::Tensor& before,
+                        const BlockAblation& ablation);
+
+}  // namespace vit
