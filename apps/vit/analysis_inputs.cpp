@@ -93,4 +93,15 @@ void for_each_attention_batch(
   }
 }
 
+ImageBatches image_batches(const at::Tensor& pixels, const Config& config, c10::Device device,
+                           int64_t batch_size) {
+  ImageBatches batches;
+  batches.count = pixels.size(0);
+  batches.batch_size = batch_size;
+  batches.batch = [pixels, config, device](int64_t first, int64_t size) {
+    return normalize_pixels(pixels.narrow(/*dim=*/0, first, size), config, device);
+  };
+  return batches;
+}
+
 }  // namespace vit::cli

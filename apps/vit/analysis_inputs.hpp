@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model_source.hpp"
+#include "vit/analysis/image_batches.hpp"
 #include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
 
@@ -56,5 +57,11 @@ int64_t attention_batch_size(const ModelConfig& model, int64_t budget_bytes = in
 void for_each_attention_batch(VisionTransformer& model, const at::Tensor& pixels,
                               const Config& config, c10::Device device, int64_t batch_size,
                               const std::function<void(int64_t, const LogitsAndAttention&)>& visit);
+
+// `pixels` (uint8 (n, C, S, S) on the CPU) as the analyses read them:
+// normalised with the config's mean and std on `device`, in fp32, `batch_size`
+// images at a time.
+ImageBatches image_batches(const at::Tensor& pixels, const Config& config, c10::Device device,
+                           int64_t batch_size);
 
 }  // namespace vit::cli

@@ -1,9 +1,9 @@
 // vit report: one self-contained report.html per training run. Opens the
 // run's best.pt and its dataset once, runs the analyses on them in process
 // (eval on the test split, rollout, attention distance, one image's attention,
-// position embeddings, filters, saliency), each writing its files into
-// RUN/report/ as its command would, then embeds their pictures and numbers in
-// RUN/report.html.
+// position embeddings, filters, saliency, logit lens, probes, ablation, CKA,
+// faithfulness, and the snapshots across training when the run kept any), each writing its files
+// into RUN/report/ as its command would, then embeds their pictures and numbers in RUN/report.html.
 #include "cmd_report.hpp"
 
 #include <chrono>
@@ -12,14 +12,20 @@
 #include <spdlog/spdlog.h>
 
 #include "analysis_inputs.hpp"
+#include "cmd_ablate.hpp"
 #include "cmd_attention.hpp"
 #include "cmd_attn_distance.hpp"
+#include "cmd_cka.hpp"
 #include "cmd_eval.hpp"
+#include "cmd_faithfulness.hpp"
 #include "cmd_filters.hpp"
+#include "cmd_lens.hpp"
 #include "cmd_pos_embed.hpp"
+#include "cmd_probe.hpp"
 #include "cmd_rollout.hpp"
 #include "cmd_saliency.hpp"
 #include "report_page.hpp"
+#include "report_snapshots.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
 
@@ -60,7 +66,7 @@ Options analysis(const ReportOptions& o, const fs::path& out) {
 
 // Every analysis on the opened best.pt, each into its own folder under
 // assets.root; the JSON documents the page quotes.
-ReportNumbers run_analyses(const ReportOptions& o, OpenedModel& opened,
+ReportNumbers run_analyses(const ReportOptions& o, const fs::path& run, OpenedModel& opened,
                            const ReportAssets& assets) {
   ReportNumbers numbers;
   numbers.eval = write_eval(opened, analysis<EvalOptions>(o, assets.eval()));
@@ -78,6 +84,18 @@ ReportNumbers run_analyses(const ReportOptions& o, OpenedModel& opened,
     saliency.method = method;
     write_saliency(opened, saliency);
   }
+  numbers.lens = write_lens(opened, analysis<LensOptions>(o, assets.lens()));
+  numbers.probe = write_probe(opened, analysis<ProbeOptions>(o, assets.probe()));
+  numbers.ablate = write_ablate(opened, analysis<AblateOptions>(o, assets.ablate()));
+  numbers.cka = write_cka(opened, analysis<CkaOptions>(o, assets.cka()));
+  numbers.faithfulness =
+      write_faithfulness(opened, analysis<FaithfulnessOptions>(o, assets.faithfulness()));
+  const auto snapshots = list_snapshots(run.string());
+  if (!snapshots.empty()) {
+    const uint64_t seed = o.common.seed.value_or(opened.loaded.config.seed);
+    numbers.snapshots =
+        write_snapshot_analysis(opened, snapshots, assets.snapshots(), kLensSamples, seed);
+  }
   return numbers;
 }
 
@@ -91,7 +109,7 @@ int run_report(const ReportOptions& o) {
   best.checkpoint = run_checkpoint(run).string();
   OpenedModel opened = open_model(o.common, best);  // applies the common options
   const ReportAssets assets{run / "report"};
-  const ReportNumbers numbers = run_analyses(o, opened, assets);
+  const ReportNumbers numbers = run_analyses(o, run, opened, assets);
   const fs::path page = run / "report.html";
   write_text_atomically(page.string(), report_page(run, assets, numbers));
   const double seconds =

@@ -32,20 +32,11 @@ json read_json(const fs::path& path) {
   return json::parse(read_text(path));
 }
 
-std::string percent(double fraction) {
-  return fmt::format("{:.1f}%", 100 * fraction);
-}
-
 // "grayscale", "RGB" or "4-channel", for the overview's description of the images.
 std::string colour_kind(int64_t channels) {
   if (channels == 1) return "grayscale";
   if (channels == 3) return "RGB";
   return std::to_string(channels) + "-channel";
-}
-
-void add_image(io::HtmlPage& page, const fs::path& png, const std::string& alt,
-               const std::string& caption = "") {
-  page.image(data::read_file_bytes(png), alt, caption);
 }
 
 void overview(io::HtmlPage& page, const fs::path& run, const json& config,
@@ -71,7 +62,8 @@ void overview(io::HtmlPage& page, const fs::path& run, const json& config,
   page.paragraph(
       "The sections below first show how training went and how well the model classifies, then "
       "look inside it: where its attention goes, how far its heads look, what it learned about "
-      "positions and patches, and which pixels decide its answers.");
+      "positions and patches, which pixels decide its answers, in which layer the class becomes "
+      "readable, which heads matter, and which saliency map the model actually uses.");
 }
 
 void curves(io::HtmlPage& page, const fs::path& run, const std::vector<ValidationRecord>& records) {
@@ -225,6 +217,15 @@ void saliency_sections(io::HtmlPage& page, const ReportAssets& assets) {
 
 }  // namespace
 
+void add_image(io::HtmlPage& page, const fs::path& png, const std::string& alt,
+               const std::string& caption) {
+  page.image(data::read_file_bytes(png), alt, caption);
+}
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f}%", 100 * fraction);
+}
+
 std::string report_page(const fs::path& run, const ReportAssets& assets,
                         const ReportNumbers& numbers) {
   const json config = read_json(run / "config.json");
@@ -236,6 +237,7 @@ std::string report_page(const fs::path& run, const ReportAssets& assets,
   attention_sections(page, assets, numbers.rollout, numbers.distance);
   embedding_sections(page, assets, numbers.filters);
   saliency_sections(page, assets);
+  inside_sections(page, assets, numbers);
   page.section("Configuration", "config");
   page.paragraph("The fully resolved config this run trained with (config.json).");
   page.preformatted(config.dump(2));

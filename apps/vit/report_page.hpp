@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vit/io/html_page.hpp"
+
 namespace vit::cli {
 
 // Where `vit report` asked each analysis to write; fixed names so the page
@@ -22,13 +24,31 @@ struct ReportAssets {
   std::filesystem::path saliency(const std::string& method) const {
     return root / ("saliency-" + method);
   }
+  std::filesystem::path lens() const { return root / "lens"; }
+  std::filesystem::path probe() const { return root / "probe"; }
+  std::filesystem::path ablate() const { return root / "ablate"; }
+  std::filesystem::path cka() const { return root / "cka"; }
+  std::filesystem::path faithfulness() const { return root / "faithfulness"; }
+  std::filesystem::path snapshots() const { return root / "snapshots"; }
 };
 
 // The JSON documents of the analyses whose numbers the page quotes, as the
-// commands wrote them (metrics.json, rollout.json, attn_distance.json, filters.json).
+// commands wrote them (metrics.json, rollout.json, attn_distance.json,
+// filters.json, lens.json, probe.json, ablate.json, cka.json,
+// faithfulness.json, and snapshots.json when the run kept snapshots).
 struct ReportNumbers {
   nlohmann::json eval, rollout, distance, filters;
+  nlohmann::json lens, probe, ablate, cka, faithfulness, snapshots;
 };
+
+// The PNG at `png` as a figure of the page.
+void add_image(io::HtmlPage& page, const std::filesystem::path& png, const std::string& alt,
+               const std::string& caption = "");
+// "12.3%" for 0.123.
+std::string percent(double fraction);
+
+// The sections that look inside the model, layer by layer (report_inside.cpp).
+void inside_sections(io::HtmlPage& page, const ReportAssets& assets, const ReportNumbers& numbers);
 
 // The whole self-contained HTML document. Throws vit::Error naming a file
 // that the analyses should have written and did not.

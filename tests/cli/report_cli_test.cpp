@@ -56,24 +56,27 @@ TEST_F(ReportEndToEnd, OnePageWithEveryPictureEmbedded) {
   ASSERT_EQ(report(dir_ / "run"), 0);
   const std::string html = read_text(dir_ / "run" / "report.html");
   // eval (confusion, worst), rollout, distance, attention, pos-embed, filters,
-  // two saliency grids; this run has no curves.png (vit train draws it, not the Trainer).
+  // two saliency grids, lens, probe, ablate, cka, faithfulness; this run has no
+  // curves.png (vit train draws it, not the Trainer) and no snapshots.
   // (std::regex recurses per character and overflows the stack on long base64.)
   const std::string image = "\" src=\"data:image/png;base64,iVBORw0KGgo";
   int count = 0;
   for (auto at = html.find(image); at != std::string::npos; at = html.find(image, at + 1))
     ++count;
-  EXPECT_EQ(count, 9);
+  EXPECT_EQ(count, 14);
   EXPECT_EQ(std::count(html.begin(), html.end(), '<') - std::count(html.begin(), html.end(), '>'),
             0);
   for (const char* section :
        {"id=\"overview\"", "id=\"curves\"", "id=\"metrics\"", "id=\"worst\"", "id=\"rollout\"",
         "id=\"distance\"", "id=\"attention\"", "id=\"pos-embed\"", "id=\"filters\"",
-        "id=\"saliency\"", "id=\"config\"", "(This run has no curves.png.)"})
+        "id=\"saliency\"", "id=\"lens\"", "id=\"probe\"", "id=\"ablate\"", "id=\"cka\"",
+        "id=\"faithfulness\"", "id=\"config\"", "(This run has no curves.png.)"})
     EXPECT_NE(html.find(section), std::string::npos) << section;
   // Nothing to fetch: no links or sources outside the page.
   EXPECT_EQ(html.find("http"), std::string::npos);
   EXPECT_EQ(html.find("src=\"file"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_ / "run" / "report" / "filters" / "filters.json"));
+  EXPECT_EQ(html.find("id=\"snapshots\""), std::string::npos);
 }
 
 TEST_F(ReportEndToEnd, MissingRunOrFilesAreOneLineErrors) {

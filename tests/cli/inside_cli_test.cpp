@@ -1,0 +1,190 @@
+// The layer-by-layer analyses end to end on a tiny trained checkpoint: vit
+// lens, probe, ablate, cka and faithfulness write exactly their documented
+// JSON keys, a CSV and a PNG, agree with the in-process analyses, and refuse
+// bad input with a one-line error.
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "error_of.hpp"
+#include "trained_checkpoint.hpp"
+#include "vit/io/image_io.hpp"
+
+namespace vit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::error_of;
+using testing::read_json;
+using testing::run_vit;
+
+std::set<std::string> keys_of(const nlohmann::json& j) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : j.items())
+    keys.insert(key);
+  return keys;
+}
+
+class InsideEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("vit_inside_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    testing::write_block_cifar(dir_ / "cifar");
+    Config config = testing::block_config(dir_ / "cifar", Pool::kMean);
+    config.train.snapshot_every = 1;
+    checkpoint_ = testing::train_tiny_checkpoint(config, dir_ / "run");
+    config.seed = 1;
+    other_ = testing::train_tiny_checkpoint(config, dir_ / "run-seed1");
+    Config wider = testing::block_config(dir_ / "cifar", Pool::kMean);
+    wider.model.dim = 24;
+    wider_ = testing::train_tiny_checkpoint(wider, dir_ / "run-wider");
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  // Runs `command` on the checkpoint into dir_/out and returns its JSON file.
+  static nlohmann::json analyse(const std::string& command, const std::string& out,
+                                std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        command, "--checkpoint", checkpoint_, "--out",  (dir_ / out).string(), "--threads",
+        "1",     "--device",     "cpu",       "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    EXPECT_EQ(run_vit(args), 0);
+    EXPECT_TRUE(fs::exists(dir_ / out / (command + ".csv")));
+    EXPECT_TRUE(fs::exists(dir_ / out / (command + ".png")));
+    return read_json(dir_ / out / (command + ".json"));
+  }
+
+  static std::string failure(std::vector<std::string> args) {
+    args.insert(args.end(), {"--checkpoint", checkpoint_, "--out", (dir_ / "bad").string(),
+                             "--device", "cpu", "--quiet"});
+    return error_of([&] { run_vit(args); });
+  }
+
+  static inline fs::path dir_;
+  static inline std::string checkpoint_, other_, wider_;
+};
+
+TEST_F(InsideEndToEnd, LensReadsEveryLayerOfTheSamples) {
+  const auto j = analyse("lens", "lens", {"--samples", "8"});
+  EXPECT_EQ(keys_of(j), (std::set<std::string>{"pool", "layers", "samples", "logits", "accuracy",
+                                               "agreement", "token_norms"}));
+  EXPECT_EQ(j["pool"], "mean");
+  EXPECT_EQ(j["layers"], 3);  // depth 2: layers 0, 1, 2
+  EXPECT_EQ(j["samples"], 8);
+  ASSERT_EQ(j["logits"].size(), 3u);
+  ASSERT_EQ(j["logits"][2].size(), 8u);
+  EXPECT_EQ(j["logits"][2][0].size(), 10u);
+  EXPECT_EQ(j["accuracy"].size(), 3u);
+  EXPECT_EQ(j["agreement"][2], 1.0);
+  EXPECT_EQ(keys_of(j["token_norms"]), (std::set<std::string>{"median", "p99", "max"}));
+}
+
+TEST_F(InsideEndToEnd, LensOfImagesHasNoAccuracy) {
+  const fs::path image = dir_ / "one.png";
+  io::write_png(image, torch::randint(0, 256, {3, 16, 16}, torch::kLong).to(torch::kUInt8));
+  const auto j = analyse("lens", "lens-images", {"--images", image.string()});
+  EXPECT_TRUE(j["accuracy"].is_null());
+  EXPECT_EQ(j["samples"], 1);
+}
+
+TEST_F(InsideEndToEnd, ProbeScoresEveryLayer) {
+  const auto j = analyse("probe", "probe", {"--samples", "20", "--train-samples", "60"});
+  EXPECT_EQ(keys_of(j),
+            (std::set<std::string>{"layers", "train_samples", "samples", "train_accuracy",
+                                   "val_accuracy", "model_val_accuracy"}));
+  EXPECT_EQ(j["layers"], 3);
+  EXPECT_EQ(j["train_samples"], 60);
+  EXPECT_EQ(j["samples"], 20);
+  EXPECT_EQ(j["val_accuracy"].size(), 3u);
+  // Deterministic for a seed: the same numbers again.
+  EXPECT_EQ(analyse("probe", "probe-again", {"--samples", "20", "--train-samples", "60"}), j);
+}
+
+TEST_F(InsideEndToEnd, AblateListsEveryHeadAndBranch) {
+  for (const std::string mode : {"zero", "mean"}) {
+    const auto j = analyse("ablate", "ablate-" + mode, {"--samples", "10", "--mode", mode});
+    EXPECT_EQ(keys_of(j),
+              (std::set<std::string>{"samples", "mode", "baseline", "heads", "attention", "mlp"}));
+    EXPECT_EQ(j["mode"], mode);
+    ASSERT_EQ(j["heads"].size(), 2u);
+    EXPECT_EQ(j["heads"][0].size(), 2u);
+    EXPECT_EQ(keys_of(j["heads"][1][1]), (std::set<std::string>{"loss", "accuracy"}));
+    EXPECT_EQ(j["attention"].size(), 2u);
+    EXPECT_EQ(j["mlp"].size(), 2u);
+  }
+}
+
+TEST_F(InsideEndToEnd, CkaOfOneModelAndOfTwoSeeds) {
+  const auto self = analyse("cka", "cka", {"--samples", "12"});
+  EXPECT_EQ(keys_of(self), (std::set<std::string>{"samples", "a", "b", "matrix"}));
+  EXPECT_EQ(self["a"], checkpoint_);
+  EXPECT_EQ(self["b"], checkpoint_);
+  ASSERT_EQ(self["matrix"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(self["matrix"][i][i].get<double>(), 1.0, 1e-9);
+    for (size_t k = 0; k < 3; ++k)
+      EXPECT_NEAR(self["matrix"][i][k].get<double>(), self["matrix"][k][i].get<double>(), 1e-12);
+  }
+  const auto two = analyse("cka", "cka-seeds", {"--samples", "12", "--against", other_});
+  EXPECT_EQ(two["b"], other_);
+  EXPECT_LT(two["matrix"][2][2].get<double>(), 1.0 - 1e-6) << "two seeds differ";
+}
+
+TEST_F(InsideEndToEnd, FaithfulnessScoresEveryMethod) {
+  const auto j = analyse("faithfulness", "faithfulness", {"--samples", "4", "--step", "5"});
+  EXPECT_EQ(keys_of(j), (std::set<std::string>{"samples", "step", "methods"}));
+  EXPECT_EQ(j["step"], 5);
+  EXPECT_EQ(keys_of(j["methods"]),
+            (std::set<std::string>{"rollout", "grad", "grad-x-input", "grad-rollout", "random"}));
+  for (const auto& [name, m] : j["methods"].items()) {
+    EXPECT_EQ(m["deletion"].size(), 5u) << name;  // 0, 5, 10, 15, 16 of 16 patches removed
+    EXPECT_GE(m["deletion_auc"].get<double>(), 0.0);
+    EXPECT_LE(m["insertion_auc"].get<double>(), 1.0);
+    // Every method starts from the same intact images and ends at the same empty ones.
+    EXPECT_NEAR(m["deletion"][0].get<double>(), j["methods"]["random"]["deletion"][0].get<double>(),
+                1e-12);
+    EXPECT_NEAR(m["deletion"][4].get<double>(), m["insertion"][0].get<double>(), 1e-12);
+  }
+}
+
+TEST_F(InsideEndToEnd, BadInputIsAOneLineError) {
+  EXPECT_EQ(failure({"cka", "--against", wider_}).find('\n'), std::string::npos);
+  EXPECT_NE(failure({"cka", "--against", wider_}).find("another architecture"), std::string::npos);
+  EXPECT_EQ(failure({"probe", "--l2", "-1"}), "--l2 -1: expected a penalty >= 0");
+  EXPECT_EQ(failure({"faithfulness", "--step", "17"}),
+            "--step 17: expected 1..16, the number of patches");
+  EXPECT_EQ(failure({"faithfulness", "--class", "10"}),
+            "--class 10 is outside the model's classes 0..9");
+  for (const char* command : {"lens", "probe", "ablate", "cka", "faithfulness"}) {
+    Cli cli;
+    register_all_commands(cli);
+    EXPECT_THROW(cli.parse({command, "--samples", "0"}), CLI::ParseError) << command;
+  }
+  Cli cli;
+  register_all_commands(cli);
+  EXPECT_THROW(cli.parse({"ablate", "--mode", "noise"}), CLI::ParseError);
+}
+
+TEST_F(InsideEndToEnd, TrainingKeptASnapshotPerEpochAndTheReportUsesThem) {
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "snapshots" / "epoch-001.pt"));
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "snapshots" / "epoch-002.pt"));
+  EXPECT_EQ(run_vit({"report", "--run", (dir_ / "run").string(), "--samples", "2", "--device",
+                     "cpu", "--threads", "1", "--quiet"}),
+            0);
+  const auto snapshots = read_json(dir_ / "run" / "report" / "snapshots" / "snapshots.json");
+  EXPECT_EQ(snapshots["epochs"], nlohmann::json({1, 2}));
+  ASSERT_EQ(snapshots["cka_with_best"].size(), 2u);
+  EXPECT_EQ(snapshots["lens_accuracy"][0].size(), 3u);
+  for (const char* part : {"lens/lens.json", "probe/probe.json", "ablate/ablate.json",
+                           "cka/cka.json", "faithfulness/faithfulness.json"})
+    EXPECT_TRUE(fs::exists(dir_ / "run" / "report" / part)) << part;
+}
+
+}  // namespace
+}  // namespace vit::cli
