@@ -43,6 +43,7 @@ packages=(
   g++ cmake ninja-build make pkg-config git ca-certificates
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libopencv-dev libgtest-dev zlib1g-dev
   libgloo-dev
+  libcurl4-openssl-dev libarchive-dev libssl-dev  # dataset downloads (src/data/)
   dataset-fashion-mnist
   dpkg-dev  # dpkg-shlibdeps: the Debian package's Depends (cpack -G DEB)
 )

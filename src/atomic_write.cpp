@@ -132,4 +132,11 @@ void link_atomically(const std::string& link, const std::string& target) {
   sync_folder(fs::path(link).parent_path());
 }
 
+void move_into_place(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);  // rename(2) replaces an empty folder, never a full one
+  if (ec) throw Error("cannot move " + from + " to " + to + " (" + ec.message() + ")");
+  sync_folder(fs::path(to).parent_path());
+}
+
 }  // namespace vit

@@ -133,6 +133,15 @@ void for_each_field(C& c, F&& f) {
     "skip unreadable images with a warning instead of failing");
   f("data.cache_dir", d.cache_dir,
     "where decoded-image caches go when root is read-only; empty = ~/.cache/vit");
+  f("data.download", d.download,
+    "vit train and vit data download the dataset's official archive into root when root lacks "
+    "it (vit data --download always does)");
+  f("data.url", d.url,
+    "the archive's URL instead of the official one (a mirror, file://...); for mnist and "
+    "fashion-mnist the folder URL that the four file names are appended to; empty = official");
+  f("data.sha256", d.sha256,
+    "SHA-256 of the file at data.url (mnist, fashion-mnist: one per file, comma-separated, in "
+    "the order train images, train labels, test images, test labels); empty = not verified");
 
   auto& t = c.train;
   f("train.batch_size", t.batch_size, "images per step (the global batch under torchrun)");
@@ -458,6 +467,13 @@ void validate_data(const DataConfig& d, const ModelConfig& m) {
           "data.limit_train is " + std::to_string(d.limit_train) + ", expected >= 0 (0 = all)");
   require(d.limit_test >= 0,
           "data.limit_test is " + std::to_string(d.limit_test) + ", expected >= 0 (0 = all)");
+  require(d.sha256.empty() || !d.url.empty(),
+          "data.sha256 is set but data.url is empty: the official archives are checked against "
+          "their published MD5, data.sha256 checks a file from data.url");
+  require(d.sha256.find_first_not_of("0123456789abcdefABCDEF,") == std::string::npos,
+          "data.sha256 is '" + d.sha256 +
+              "', expected 64 hexadecimal digits (comma-separated, one per file, for mnist and "
+              "fashion-mnist)");
 }
 
 void validate_train(const TrainConfig& t) {

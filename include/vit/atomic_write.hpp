@@ -46,4 +46,10 @@ void write_text_atomically(const std::string& path, const std::string& text);
 // a new link beside it, renamed over the old one. A vit::Error names the link.
 void link_atomically(const std::string& link, const std::string& target);
 
+// Moves a finished file or folder `from` to `to` in one step (both on one
+// file system, e.g. a folder unpacked beside its destination). A file
+// replaces a file; a folder replaces only an empty folder. A vit::Error names
+// both otherwise, and `from` stays where it was.
+void move_into_place(const std::string& from, const std::string& to);
+
 }  // namespace vit

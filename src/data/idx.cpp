@@ -104,13 +104,18 @@ at::Tensor read_idx_labels(const fs::path& file) {
   return torch::from_blob(idx.values.data(), {idx.sizes[0]}, torch::kUInt8).to(torch::kInt64);
 }
 
-fs::path find_idx_file(const fs::path& root, const std::string& stem) {
+fs::path idx_file_or_empty(const fs::path& root, const std::string& stem) {
   std::string dotted = stem;
   dotted[dotted.rfind('-', dotted.find("idx"))] = '.';
   for (const auto& name : {stem, stem + ".gz", dotted, dotted + ".gz"}) {
     std::error_code ec;
     if (fs::is_regular_file(root / name, ec)) return root / name;
   }
+  return {};
+}
+
+fs::path find_idx_file(const fs::path& root, const std::string& stem) {
+  if (auto file = idx_file_or_empty(root, stem); !file.empty()) return file;
   throw Error((root / stem).string() +
               "[.gz]: file not found (MNIST-style data needs "
               "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "

@@ -18,6 +18,8 @@ at::Tensor read_idx_labels(const std::filesystem::path& file);
 // The file for `stem` (e.g. "train-images-idx3-ubyte") in `root`: the plain
 // file, "<stem>.gz", or the "train-images.idx3-ubyte" spelling some mirrors use.
 std::filesystem::path find_idx_file(const std::filesystem::path& root, const std::string& stem);
+// The same file, or "" when there is none.
+std::filesystem::path idx_file_or_empty(const std::filesystem::path& root, const std::string& stem);
 
 // `dataset` is "mnist" or "fashion-mnist"; they differ only in class names.
 DatasetPair load_mnist(const std::filesystem::path& root, DatasetKind dataset);

@@ -1,0 +1,36 @@
+#pragma once
+// Digests of downloaded files, through OpenSSL's libcrypto (EVP): MD5, the sum
+// the datasets' authors publish, and SHA-256 for data.sha256.
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace vit::data {
+
+enum class DigestKind { kMd5, kSha256 };
+
+// "MD5" or "SHA-256", for messages.
+const char* digest_name(DigestKind kind);
+
+// A digest fed piece by piece.
+class Digest {
+ public:
+  explicit Digest(DigestKind kind);
+  ~Digest();
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
+
+  void update(const void* data, size_t size);
+  // The digest in lower-case hexadecimal; the Digest is spent after it.
+  std::string hex();
+
+ private:
+  struct Context;
+  std::unique_ptr<Context> context_;
+};
+
+// The digest of a whole file; a vit::Error names a file that cannot be read.
+std::string file_digest(const std::filesystem::path& file, DigestKind kind);
+
+}  // namespace vit::data

@@ -1,0 +1,19 @@
+#pragma once
+// One file over HTTP(S), FTP or file:// (libcurl), resumable: what a broken
+// transfer left in the part file is kept, and the next call asks the server
+// for the rest with an HTTP Range request.
+#include <filesystem>
+#include <string>
+
+namespace vit::data {
+
+// Fetches `url` into `part`, after the bytes `part` already holds (a server
+// that ignores the Range request sends the whole file, which then replaces
+// them). Shows progress under the label `label` (a bar on a terminal, a log
+// line every few seconds otherwise). Throws a one-line vit::Error naming the
+// URL when the server cannot be reached, answers with an HTTP error (404), or
+// the transfer breaks off (the part is kept, to be resumed), and naming the
+// part file when it cannot be written (a full disk).
+void fetch_url(const std::string& url, const std::filesystem::path& part, const std::string& label);
+
+}  // namespace vit::data
