@@ -13,6 +13,7 @@
 #include "cmd_data.hpp"
 #include "config_files.hpp"
 #include "vit/config.hpp"
+#include "vit/data/dataset_download.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
 #include "vit/device.hpp"
@@ -145,6 +146,7 @@ int run_data(const DataOptions& o) {
   Config config = load_config(o.config, o.overrides);
   if (o.common.seed) config.seed = *o.common.seed;
   const c10::Device device = chosen_device(o.common, &config);
+  if (o.download || config.data.download) data::download_dataset(config.data);
   const data::DataSplits splits = data::load_data(config);
   if (o.json) {
     std::cout << describe(config, splits).dump(2) << "\n";
@@ -168,6 +170,9 @@ std::shared_ptr<DataOptions> register_data(Cli& cli) {
   cmd->add_option("--set", options->overrides,
                   "override a config key, e.g. --set data.val_size=1000");
   cmd->add_flag("--json", options->json, "print JSON instead of text");
+  cmd->add_flag("--download", options->download,
+                "download the dataset's official archive into data.root first, unless data.root "
+                "holds it already (as data.download: true does)");
   cmd->add_option("--out", options->out,
                   "write DIR/samples.png, a grid of augmented training images");
   cmd->add_option("--bench", options->bench,

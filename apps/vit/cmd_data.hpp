@@ -10,6 +10,7 @@ struct DataOptions {
   bool json = false;                   // --json
   std::string out;                     // --out DIR: writes DIR/samples.png
   int64_t bench = 0;                   // --bench N (hidden): time N training batches
+  bool download = false;               // --download: fetch the dataset first (data.download)
 };
 
 std::shared_ptr<DataOptions> register_data(Cli& cli);

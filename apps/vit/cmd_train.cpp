@@ -11,6 +11,7 @@
 
 #include "config_files.hpp"
 #include "vit/atomic_write.hpp"
+#include "vit/data/dataset_download.hpp"
 #include "vit/data/load.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
@@ -154,6 +155,9 @@ int run_train(const TrainOptions& o) {
   apply_common_options(o.common, &config);
   c10::Device device = chosen_device(o.common, &config);
   const auto env = distributed_env();
+  // Under torchrun the first rank of each machine downloads before the ranks
+  // meet; the others wait for it in the join (at most train.dist_timeout_s).
+  if (config.data.download && (!env || env->local_rank == 0)) data::download_dataset(config.data);
   std::unique_ptr<ProcessGroup> group;
   if (env) group = join_world(*env, o, config, &device);
   const bool main_rank = !group || group->is_main();
