@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "vit/config.hpp"
+#include "vit/data/archive_unpack.hpp"
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/data/tiny_imagenet.hpp"
@@ -165,6 +166,16 @@ void run_image(const uint8_t* data, size_t size) {
   io::decode_image(data + 1, size - 1, channels, side, "fuzz image");
 }
 
+// First byte: bit 0 = keep only the top folder "top". The rest is an archive
+// (tar, tar.gz, zip), unpacked into a fresh folder under a 1 MB, 1000-entry cap.
+void run_archive(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const fs::path file = write_file(scratch() / "archive.bin", data + 1, size - 1);
+  const fs::path into = scratch() / "unpacked";
+  fs::remove_all(into);
+  data::unpack_archive(file, into, (data[0] & 1) ? "top" : "", {1 << 20, 1000});
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -178,6 +189,8 @@ const std::vector<Target>& targets() {
       {"checkpoint", run_checkpoint, "a .pt checkpoint through load_model (weights/checkpoint)"},
       {"config", run_config, "a JSON config and --set overrides (config)"},
       {"image", run_image, "an encoded image through io::decode_image (io/image_io)"},
+      {"archive", run_archive,
+       "a downloaded dataset archive, tar.gz or zip, unpacked (data/archive_unpack)"},
   };
   return all;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "archive_writer.hpp"
 #include "vit/config.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/model/vision_transformer.hpp"
@@ -217,6 +218,22 @@ void image_seeds(const fs::path& dir) {
     write(dir / "rgba16.png", cat({3}, Bytes(bytes.begin(), bytes.end())));
 }
 
+// First byte: bit 0 = unpack the top folder "top" only (see entry_points.cpp).
+void archive_seeds(const fs::path& dir) {
+  using vit::fuzz::ArchiveEntry;
+  using vit::fuzz::ArchiveFormat;
+  const std::vector<ArchiveEntry> entries = {
+      {"top/", "", ArchiveEntry::Type::kFolder},
+      {"top/a.bin", "alpha"},
+      {"top/sub/b.txt", "beta"},
+      {"top/link", "sub/b.txt", ArchiveEntry::Type::kSymlink},
+      {"top/hard", "top/a.bin", ArchiveEntry::Type::kHardlink}};
+  write(dir / "top.tar.gz", cat({1}, vit::fuzz::make_archive(ArchiveFormat::kTarGz, entries)));
+  write(dir / "top.zip", cat({1}, vit::fuzz::make_archive(ArchiveFormat::kZip, entries)));
+  write(dir / "plain.tar.gz",
+        cat({0}, vit::fuzz::make_archive(ArchiveFormat::kTarGz, {{"x", std::string(300, 'x')}})));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,5 +250,6 @@ int main(int argc, char** argv) {
   config_seeds(out / "config", argv[2]);
   config_dict(out / "config.dict");
   image_seeds(out / "image");
+  archive_seeds(out / "archive");
   return 0;
 }
