@@ -56,8 +56,7 @@ class Unpacker {
     archive_read_support_filter_gzip(a);
     archive_read_support_filter_bzip2(a);
     archive_read_support_filter_xz(a);
-    if (archive_read_open_filename(a, archive_.c_str(), 1 << 16) != ARCHIVE_OK)
-      throw Error(archive_.string() + ": not an archive vit unpacks (" + libarchive_says(a) + ")");
+    if (archive_read_open_filename(a, archive_.c_str(), 1 << 16) != ARCHIVE_OK) damaged(a);
     std::error_code ec;
     fs::create_directories(into_, ec);
     if (ec) throw Error("cannot create " + into_.string() + " (" + ec.message() + ")");
@@ -80,7 +79,8 @@ class Unpacker {
   }
 
   [[noreturn]] void damaged(archive* a) const {
-    throw Error(archive_.string() + ": damaged or truncated archive (" + libarchive_says(a) + ")");
+    throw Error(archive_.string() + ": damaged, truncated or not a tar or zip archive (" +
+                libarchive_says(a) + ")");
   }
 
   // The entry's path below `into_`, or "" for the top folder itself.

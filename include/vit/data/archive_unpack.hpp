@@ -23,7 +23,7 @@ struct UnpackLimits {
 //    file unpacked before them;
 //  - devices, FIFOs and sockets;
 //  - more than limits.max_bytes or limits.max_entries;
-//  - a damaged or truncated archive.
+//  - a damaged or truncated file, or one that is not a tar or zip archive.
 // On an error `into` may hold part of the archive: the caller unpacks into a
 // temporary folder and removes it.
 void unpack_archive(const std::filesystem::path& archive, const std::filesystem::path& into,
