@@ -104,4 +104,20 @@ TEST_F(PyCheck, SaliencyAndGradientRolloutMatchPython) {
   run_script("check_saliency");
 }
 
+TEST_F(PyCheck, LogitLensAndTokenNormsMatchPython) {
+  run_script("check_lens");
+}
+
+TEST_F(PyCheck, HeadAndBranchAblationMatchPython) {
+  run_script("check_ablate");
+}
+
+TEST_F(PyCheck, CkaMatchesPython) {
+  run_script("check_cka");
+}
+
+TEST_F(PyCheck, FaithfulnessCurvesMatchPython) {
+  run_script("check_faithfulness");
+}
+
 }  // namespace

@@ -25,25 +25,7 @@ TOLERANCE = 1e-4  # measured ~1e-6: float32 in both
 
 
 def python_saliency(model, pixels, data, classes, reverse=False):
-    x = vitpy.normalize(pixels, data["mean"], data["std"]).requires_grad_(True)
-    logits, attentions = model(x)
-    for a in attentions:
-        a.retain_grad()
-    if classes is None:
-        classes = logits.argmax(1)
-    logits.gather(1, classes[:, None]).sum().backward()
-    g = x.grad.double()
-    maps = {"grad": g.abs().amax(1), "grad-x-input": (x.detach().double() * g).sum(1).abs()}
-    B, _, N, _ = attentions[0].shape
-    R = torch.eye(N, dtype=torch.float64).expand(B, N, N).clone()
-    for a in attentions:
-        a_bar = (a.grad.double() * a.detach().double()).clamp(min=0).mean(1)
-        R = R + (R @ a_bar if reverse else a_bar @ R)
-    grid = round((N - 1) ** 0.5)
-    R = R - torch.eye(N, dtype=torch.float64)
-    rows = R[:, 0, 1:] if model.m["pool"] == "cls" else R[:, 1:, 1:].mean(1)
-    maps["grad-rollout"] = rows.reshape(B, grid, grid)
-    return maps, classes
+    return vitpy.saliency_maps(model, vitpy.normalize(pixels, data["mean"], data["std"]), classes, reverse)
 
 
 def check_model(report, vit, work, name, config, with_metadata, generator):

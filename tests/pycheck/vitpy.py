@@ -1,14 +1,16 @@
 """An independent Python reference for cross-checking the `vit` binary.
 
 Written from the published descriptions (the safetensors format, the PNG
-specification, timm's VisionTransformer, Abnar & Zuidema's rollout and the
-ViT paper's mean attention distance), not from vit's C++ sources, so that a
-shared misunderstanding cannot hide a bug on both sides.
+specification, timm's VisionTransformer, Abnar & Zuidema's rollout, Chefer et
+al.'s gradient rollout and the ViT paper's mean attention distance), not from
+vit's C++ sources, so that a shared misunderstanding cannot hide a bug on both
+sides.
 
 Needs only the standard library, torch and numpy (Debian's python3-torch).
 """
 
 import argparse
+import copy
 import json
 import math
 import struct
@@ -124,14 +126,19 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * inner, bias=qkv_bias)
         self.proj = nn.Linear(inner, dim)
 
-    def forward(self, x):
+    def merged_heads(self, x):
+        """The heads' outputs before the projection: (B, N, I), head h in
+        columns h*Dh..(h+1)*Dh; and the attention (B, H, N, N)."""
         B, N, _ = x.shape
         # timm's fused layout: output features ordered (q|k|v, head, head_dim)
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, N, Dh)
         attn = (q * self.head_dim**-0.5) @ k.transpose(-2, -1)
         attn = attn.softmax(dim=-1)  # (B, H, N, N)
-        out = (attn @ v).transpose(1, 2).reshape(B, N, -1)  # (B, N, I)
+        return (attn @ v).transpose(1, 2).reshape(B, N, -1), attn
+
+    def forward(self, x):
+        out, attn = self.merged_heads(x)
         return self.proj(out), attn
 
 
@@ -190,17 +197,37 @@ class VisionTransformer(nn.Module):
         self.norm = nn.LayerNorm(m["dim"], eps=m["layer_norm_eps"])
         self.head = nn.Linear(m["dim"], m["num_classes"])
 
+    def embed(self, images):
+        """(B, C, S, S) -> the stream before the first block, (B, N, D):
+        cat(class token, patch embeddings) + position embeddings."""
+        x = self.patch_embed(images)
+        return torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+
+    def pool(self, x):
+        """(B, N, D) -> (B, D): what the head reads, the class token or the patch mean."""
+        return x[:, 0] if self.m["pool"] == "cls" else x[:, 1:].mean(dim=1)
+
+    def readout(self, x):
+        """A residual stream (B, N, D) -> logits (B, K): final norm, pooling, head."""
+        return self.head(self.pool(self.norm(x)))
+
+    def streams(self, images):
+        """The residual stream before the first block and after each: L + 1 x (B, N, D)."""
+        x = self.embed(images)
+        out = [x]
+        for block in self.blocks:
+            x, _ = block(x)
+            out.append(x)
+        return out
+
     def forward(self, images):
         """(B, C, S, S) -> logits (B, K), [attention (B, H, N, N) per layer]."""
-        x = self.patch_embed(images)
-        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        x = self.embed(images)
         attentions = []
         for block in self.blocks:
             x, attn = block(x)
             attentions.append(attn)
-        x = self.norm(x)  # (B, N, D)
-        pooled = x[:, 0] if self.m["pool"] == "cls" else x[:, 1:].mean(dim=1)
-        return self.head(pooled), attentions
+        return self.readout(x), attentions
 
 
 def randomize(model, generator):
@@ -265,6 +292,51 @@ def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_to
     return mask.view(B, g, g)
 
 
+def saliency_maps(model, x, classes=None, reverse=False):
+    """`vit saliency`'s maps of the class `classes` (B,), or of each image's
+    predicted class when None, for normalised input x (B, C, S, S), by autograd
+    (in x's and the model's dtype):
+      grad          max over channels of |d logit_c / d x|           (B, S, S)
+      grad-x-input  |sum over channels of x * d logit_c / d x|       (B, S, S)
+      grad-rollout  Chefer et al. (2021): A_bar = mean over heads of
+                    (dlogit_c/dA * A)^+, R = I, R = R + A_bar R per layer; of
+                    R - I, the class token's row (pool cls) or the mean of
+                    the patch rows (pool mean), patch columns      (B, g, g)
+    reverse=True multiplies R + R A_bar instead (vit-explain's issue #6).
+    -> (method -> float64 maps, the explained classes)."""
+    x = x.detach().clone().requires_grad_(True)
+    logits, attentions = model(x)
+    for a in attentions:
+        a.retain_grad()
+    if classes is None:
+        classes = logits.argmax(1)
+    logits.gather(1, classes[:, None]).sum().backward()
+    g = x.grad.double()
+    maps = {"grad": g.abs().amax(1), "grad-x-input": (x.detach().double() * g).sum(1).abs()}
+    B, _, N, _ = attentions[0].shape
+    R = torch.eye(N, dtype=torch.float64).expand(B, N, N).clone()
+    for a in attentions:
+        a_bar = (a.grad.double() * a.detach().double()).clamp(min=0).mean(1)
+        R = R + (R @ a_bar if reverse else a_bar @ R)
+    grid = math.isqrt(N - 1)
+    R = R - torch.eye(N, dtype=torch.float64)
+    rows = R[:, 0, 1:] if model.m["pool"] == "cls" else R[:, 1:, 1:].mean(1)
+    maps["grad-rollout"] = rows.reshape(B, grid, grid)
+    return maps, classes
+
+
+def patch_sums(maps, patch_size):
+    """(B, S, S) pixel maps -> (B, g, g): each patch's P x P pixels summed."""
+    B, S, _ = maps.shape
+    g = S // patch_size
+    return maps.reshape(B, g, patch_size, g, patch_size).sum(dim=(2, 4))
+
+
+def float64_copy(model):
+    """A float64 copy of a Python model, for references free of float32 noise."""
+    return copy.deepcopy(model).double()
+
+
 def smallest_gap_at_threshold(attentions, fusion, discard_ratio):
     """The smallest gap between the k-th and (k+1)-th weakest link over all
     layers and images: if float32 noise exceeded it, two programs could
@@ -317,13 +389,18 @@ def parse_args(description):
     parser.add_argument("--workdir", required=True, help="scratch folder (created)")
     args = parser.parse_args()
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(2)
+    # The references' tensors are tiny: one thread is plenty, and on a busy
+    # 2-core machine (ctest -j2, a build) two OpenMP threads each step ran
+    # ~35x slower than one.
+    torch.set_num_threads(1)
     return args
 
 
-def run_vit(vit, *args, cwd=None):
-    """Runs `vit ARGS --device cpu --threads 2 --quiet`; exits 1 on failure."""
-    command = [str(Path(vit).resolve()), *map(str, args), "--device", "cpu", "--threads", "2", "--quiet"]
+def run_vit(vit, *args, cwd=None, threads=2):
+    """Runs `vit ARGS --device cpu --threads THREADS --quiet`; exits 1 on failure.
+    The analyses of small models and few images take threads=1: on a busy
+    2-core machine two threads made `vit faithfulness` ~7x slower."""
+    command = [str(Path(vit).resolve()), *map(str, args), "--device", "cpu", "--threads", str(threads), "--quiet"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if result.returncode != 0:
         print("FAILED: " + " ".join(command), file=sys.stderr)
