@@ -27,10 +27,10 @@ constexpr char kDefaultOut[] = "cka";
 namespace fs = std::filesystem;
 
 void check_same_architecture(const LoadedModel& a, const LoadedModel& b) {
-  auto differences = architecture_differences(a.config.model, b.config.model);
-  if (a.config.model.num_classes != b.config.model.num_classes)
-    differences.push_back(fmt::format("num_classes {} vs {}", a.config.model.num_classes,
-                                      b.config.model.num_classes));
+  // The head is never read, so the number of classes may differ (a fine-tuned copy).
+  ModelConfig b_with_a_head = b.config.model;
+  b_with_a_head.num_classes = a.config.model.num_classes;
+  const auto differences = architecture_differences(a.config.model, b_with_a_head);
   if (!differences.empty())
     throw Error(
         fmt::format("--against {}: another architecture than {} ({}); vit cka compares "
