@@ -58,11 +58,11 @@ at::Tensor faithfulness_plot(const std::vector<FaithfulnessMethod>& methods,
   for (const int64_t r : removed_counts(patches, step))
     x.push_back(static_cast<double>(r) / static_cast<double>(patches));
   io::Panel deletion;
-  deletion.title = "Deletion: most salient patches removed first (lower AUC is better)";
+  deletion.title = "Deletion, most salient first (lower AUC: better)";
   deletion.x_label = "fraction of patches removed";
   deletion.y_label = "probability of the explained class";
   io::Panel insertion;
-  insertion.title = "Insertion: most salient patches put back first (higher AUC is better)";
+  insertion.title = "Insertion, most salient first (higher AUC: better)";
   insertion.x_label = "fraction of patches inserted";
   insertion.y_label = "probability of the explained class";
   for (io::Panel* panel : {&deletion, &insertion}) {

@@ -1,5 +1,8 @@
 #include "report_snapshots.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -23,8 +26,13 @@ io::Panel layers_over_epochs(const std::string& title, const std::string& y_labe
   panel.x_label = "epoch";
   panel.y_label = y_label;
   panel.integer_x = true;
-  panel.y_min = 0;
   panel.y_max = 1;
+  double lowest = 1;
+  for (const auto& row : values)
+    for (const double v : row)
+      lowest = std::min(lowest, v);
+  // From 0 unless every value sits high (CKA near 1): then from the tenth below the lowest.
+  panel.y_min = lowest > 0.5 ? std::floor(lowest * 10) / 10 : 0.0;
   std::vector<double> x(epochs.begin(), epochs.end());
   const size_t layers = values.front().size();
   for (size_t l = 0; l < layers; ++l) {

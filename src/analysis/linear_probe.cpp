@@ -9,7 +9,9 @@
 namespace vit {
 namespace {
 
-constexpr int kMaxIterations = 500;
+// L-BFGS iterations: the validation accuracy of the demo's probes is settled
+// well before (a 5000-image probe of 128 features converges in ~100).
+constexpr int kMaxIterations = 200;
 
 void check_probe_inputs(const at::Tensor& features, const at::Tensor& labels, int64_t classes,
                         double l2) {

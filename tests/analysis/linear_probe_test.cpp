@@ -18,7 +18,8 @@ std::pair<at::Tensor, at::Tensor> clusters(int64_t per_class, uint64_t seed) {
   const auto centres =
       torch::tensor({{4.0, 0.0, 0.0, 1.0}, {0.0, 4.0, 0.0, 1.0}, {0.0, 0.0, 4.0, 1.0}});
   const auto labels = torch::arange(3, torch::kLong).repeat_interleave(per_class);
-  const auto features = centres.index_select(0, labels) + 0.5 * torch::randn({3 * per_class, 4});
+  auto features = centres.index_select(0, labels) + 0.5 * torch::randn({3 * per_class, 4});
+  features.select(1, 3).fill_(1.0);  // a constant feature
   return {features.to(torch::kFloat), labels};
 }
 
@@ -47,9 +48,9 @@ TEST(LinearProbe, AHugePenaltyLeavesTheClassFrequencies) {
   const LinearProbe probe = fit_linear_probe(x, y, 3, 1e6);
   EXPECT_LT(probe.weight.abs().max().item<double>(), 1e-4);
   const auto frequencies = probe.bias.softmax(0);
-  EXPECT_NEAR(frequencies[0].item<double>(), 0.6, 1e-4);
-  EXPECT_NEAR(frequencies[1].item<double>(), 0.3, 1e-4);
-  EXPECT_NEAR(frequencies[2].item<double>(), 0.1, 1e-4);
+  EXPECT_NEAR(frequencies[0].item<double>(), 0.6, 1e-3);
+  EXPECT_NEAR(frequencies[1].item<double>(), 0.3, 1e-3);
+  EXPECT_NEAR(frequencies[2].item<double>(), 0.1, 1e-3);
 }
 
 TEST(LinearProbe, RejectsBadInput) {

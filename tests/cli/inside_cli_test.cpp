@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -39,6 +40,7 @@ class InsideEndToEnd : public ::testing::Test {
     Config config = testing::block_config(dir_ / "cifar", Pool::kMean);
     config.train.snapshot_every = 1;
     checkpoint_ = testing::train_tiny_checkpoint(config, dir_ / "run");
+    std::ofstream(dir_ / "run" / "config.json") << config_to_json_string(config);
     config.seed = 1;
     other_ = testing::train_tiny_checkpoint(config, dir_ / "run-seed1");
     Config wider = testing::block_config(dir_ / "cifar", Pool::kMean);

@@ -20,7 +20,7 @@ const std::vector<int> kMissing = {200, 200, 200};
 
 TEST(MatrixFigureTest, CellsTakeTheirColourOnTheGivenScale) {
   // A 2 x 3 matrix on the scale -1..3: -1 is white, 2 is three quarters, 3 (and 5, beyond) full.
-  const at::Tensor values = torch::tensor({-1.0, 2.0, 3.0, 5.0, -1.0, NAN}).view({2, 3});
+  const at::Tensor values = torch::tensor({-1.0, 2.0, 3.0, 5.0, -1.0, std::nan("")}).view({2, 3});
   vit::io::MatrixFigureOptions options;
   options.title = "a title";
   options.row_axis = "layer";
