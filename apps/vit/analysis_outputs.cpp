@@ -69,4 +69,21 @@ at::Tensor overlay_grid(const std::vector<OverlayPicture>& pictures,
   return io::make_grid(tiles, grid_options);
 }
 
+io::Panel layer_panel(const std::string& title, const std::string& y_label) {
+  io::Panel panel;
+  panel.title = title;
+  panel.x_label = "layer (0 = embeddings)";
+  panel.y_label = y_label;
+  panel.integer_x = true;
+  panel.y_min = 0;
+  return panel;
+}
+
+std::vector<double> layer_axis(size_t count) {
+  std::vector<double> x;
+  for (size_t l = 0; l < count; ++l)
+    x.push_back(static_cast<double>(l));
+  return x;
+}
+
 }  // namespace vit::cli

@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "vit/io/plot.hpp"
+
 namespace vit::cli {
 
 // "03-cat.png" for the file cat.jpg, "00-val17.png" for sample val:17: the
@@ -34,5 +36,11 @@ struct OverlayPicture {
 // differ) or with the file's name, four to a row, under `title`.
 at::Tensor overlay_grid(const std::vector<OverlayPicture>& pictures,
                         const std::vector<std::string>& classes, const std::string& title);
+
+// The layer-by-layer commands' plots (lens, probe): a panel against the layer
+// (0 = the embeddings) with whole-number ticks and y from 0, and its x values
+// 0, 1, ..., count - 1.
+io::Panel layer_panel(const std::string& title, const std::string& y_label);
+std::vector<double> layer_axis(size_t count);
 
 }  // namespace vit::cli

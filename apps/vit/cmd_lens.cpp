@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "analysis_inputs.hpp"
+#include "analysis_outputs.hpp"
 #include "vit/analysis/logit_lens.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"
@@ -23,13 +24,6 @@ namespace {
 constexpr char kDefaultOut[] = "lens";
 
 namespace fs = std::filesystem;
-
-std::vector<double> layer_axis(size_t layers) {
-  std::vector<double> x;
-  for (size_t l = 0; l < layers; ++l)
-    x.push_back(static_cast<double>(l));
-  return x;
-}
 
 nlohmann::json lens_json(const LensResult& r, const Config& config) {
   std::vector<std::vector<std::vector<double>>> logits;
@@ -63,23 +57,13 @@ std::string lens_csv(const LensResult& r) {
 
 at::Tensor lens_plot(const LensResult& r) {
   const auto x = layer_axis(r.agreement.size());
-  io::Panel readout;
-  readout.title = "Read out at each layer";
-  readout.x_label = "layer (0 = embeddings)";
-  readout.y_label = "fraction of images";
-  readout.integer_x = true;
-  readout.y_min = 0;
+  io::Panel readout = layer_panel("Read out at each layer", "fraction of images");
   readout.y_max = 1;
   if (!r.accuracy.empty())
     readout.series.push_back({"accuracy", x, r.accuracy, io::SeriesStyle::kLineAndMarkers});
   readout.series.push_back(
       {"agrees with the last layer", x, r.agreement, io::SeriesStyle::kLineAndMarkers});
-  io::Panel norms;
-  norms.title = "Patch-token L2 norms";
-  norms.x_label = "layer (0 = embeddings)";
-  norms.y_label = "norm";
-  norms.integer_x = true;
-  norms.y_min = 0;
+  io::Panel norms = layer_panel("Patch-token L2 norms", "norm");
   norms.series.push_back({"median", x, r.norms.median, io::SeriesStyle::kLineAndMarkers});
   norms.series.push_back({"99th percentile", x, r.norms.p99, io::SeriesStyle::kLineAndMarkers});
   norms.series.push_back({"max", x, r.norms.max, io::SeriesStyle::kLineAndMarkers});

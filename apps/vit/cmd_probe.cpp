@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "analysis_inputs.hpp"
+#include "analysis_outputs.hpp"
 #include "cmd_lens.hpp"
 #include "vit/analysis/linear_probe.hpp"
 #include "vit/atomic_write.hpp"
@@ -54,16 +55,10 @@ std::string probe_csv(const ProbeScores& s) {
 }
 
 at::Tensor probe_plot(const ProbeScores& s, int64_t train_samples, int64_t samples) {
-  std::vector<double> x;
-  for (size_t l = 0; l < s.val.size(); ++l)
-    x.push_back(static_cast<double>(l));
-  io::Panel panel;
-  panel.title =
-      fmt::format("Linear probes ({} training, {} validation images)", train_samples, samples);
-  panel.x_label = "layer (0 = embeddings)";
-  panel.y_label = "accuracy";
-  panel.integer_x = true;
-  panel.y_min = 0;
+  const auto x = layer_axis(s.val.size());
+  io::Panel panel = layer_panel(
+      fmt::format("Linear probes ({} training, {} validation images)", train_samples, samples),
+      "accuracy");
   panel.y_max = 1;
   panel.series.push_back({"probe, training images", x, s.train, io::SeriesStyle::kLineAndMarkers});
   panel.series.push_back({"probe, validation images", x, s.val, io::SeriesStyle::kLineAndMarkers});

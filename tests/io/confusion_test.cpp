@@ -13,11 +13,9 @@ namespace {
 
 using vit::io::testing::count_color;
 using vit::io::testing::expect_error;
-
-// The ends and a middle stop of the white-to-blue scale ("Blues").
-const std::vector<int> kEmpty = {247, 251, 255};
-const std::vector<int> kThreeQuarters = {33, 113, 181};
-const std::vector<int> kFull = {8, 48, 107};
+using vit::io::testing::kBluesEmpty;
+using vit::io::testing::kBluesFull;
+using vit::io::testing::kBluesThreeQuarters;
 
 TEST(ConfusionTest, CellsTakeTheColourOfTheirRowFraction) {
   // Row 0: 3 of 4 right (0.75), row 1: all right (1.0), cell (1, 0) empty.
@@ -26,9 +24,9 @@ TEST(ConfusionTest, CellsTakeTheColourOfTheirRowFraction) {
   ASSERT_EQ(picture.size(0), 3);
   EXPECT_EQ(picture[0][0][0].item<int>(), 255);  // white background
   // Each 56-pixel cell keeps most of its pixels free of text.
-  EXPECT_GT(count_color(picture, kFull), 56 * 56 / 2);
-  EXPECT_GT(count_color(picture, kThreeQuarters), 56 * 56 / 2);
-  EXPECT_GT(count_color(picture, kEmpty), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesFull), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesThreeQuarters), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesEmpty), 56 * 56 / 2);
 }
 
 TEST(ConfusionTest, RawCountsScaleToTheLargestCell) {
@@ -37,8 +35,8 @@ TEST(ConfusionTest, RawCountsScaleToTheLargestCell) {
   vit::io::ConfusionOptions options;
   options.normalize = false;
   const at::Tensor picture = vit::io::render_confusion(counts, {}, options);
-  EXPECT_GT(count_color(picture, kFull), 56 * 56 / 2);
-  EXPECT_GT(count_color(picture, kThreeQuarters), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesFull), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesThreeQuarters), 56 * 56 / 2);
 }
 
 TEST(ConfusionTest, ManyClassesFitWithoutNames) {
@@ -50,7 +48,7 @@ TEST(ConfusionTest, ManyClassesFitWithoutNames) {
   // 3-pixel cells: the matrix is 600 px, and the picture stays under 1000 px.
   EXPECT_LT(picture.size(1), 1000);
   EXPECT_LT(picture.size(2), 1000);
-  EXPECT_GE(count_color(picture, kFull), 200 * 9);  // the diagonal
+  EXPECT_GE(count_color(picture, kBluesFull), 200 * 9);  // the diagonal
   // A single class and an all-zero matrix work too.
   EXPECT_NO_THROW(vit::io::render_confusion(torch::ones({1, 1}), {"only"}));
   EXPECT_NO_THROW(vit::io::render_confusion(torch::zeros({3, 3}), {}));

@@ -12,10 +12,10 @@ namespace {
 
 using vit::io::testing::count_color;
 using vit::io::testing::expect_error;
+using vit::io::testing::kBluesEmpty;
+using vit::io::testing::kBluesFull;
+using vit::io::testing::kBluesThreeQuarters;
 
-const std::vector<int> kEmpty = {247, 251, 255};
-const std::vector<int> kThreeQuarters = {33, 113, 181};
-const std::vector<int> kFull = {8, 48, 107};
 const std::vector<int> kMissing = {200, 200, 200};
 
 TEST(MatrixFigureTest, CellsTakeTheirColourOnTheGivenScale) {
@@ -31,9 +31,9 @@ TEST(MatrixFigureTest, CellsTakeTheirColourOnTheGivenScale) {
   ASSERT_EQ(picture.size(0), 3);
   EXPECT_GT(picture.size(2), picture.size(1) / 2) << "wider than half its height: 3 columns";
   // 56-pixel cells: two full ones (3 and 5), one three-quarter, two white, one missing.
-  EXPECT_GT(count_color(picture, kFull), 2 * 56 * 56 / 2);
-  EXPECT_GT(count_color(picture, kThreeQuarters), 56 * 56 / 2);
-  EXPECT_GT(count_color(picture, kEmpty), 2 * 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesFull), 2 * 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesThreeQuarters), 56 * 56 / 2);
+  EXPECT_GT(count_color(picture, kBluesEmpty), 2 * 56 * 56 / 2);
   EXPECT_GE(count_color(picture, kMissing), 56 * 56);
 }
 

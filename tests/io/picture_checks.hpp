@@ -24,6 +24,12 @@ inline int64_t count_color(const at::Tensor& picture, const std::vector<int>& rg
   return ((picture.to(torch::kInt) - target).abs().amax(0) <= tolerance).sum().item<int64_t>();
 }
 
+// The ends and a middle stop of the white-to-blue scale ("Blues") of the
+// matrix pictures (confusion, ablation, CKA).
+const std::vector<int> kBluesEmpty = {247, 251, 255};
+const std::vector<int> kBluesThreeQuarters = {33, 113, 181};
+const std::vector<int> kBluesFull = {8, 48, 107};
+
 // Runs `fn` and expects a vit::Error whose message contains `needle`.
 template <typename Fn>
 void expect_error(Fn fn, const std::string& needle) {
