@@ -2,7 +2,8 @@
 # Times the analyses on a finished run, for docs/benchmarks.md:
 # each analysis on 128 validation images (rollout, attention distance, the three
 # saliency methods), the image-free ones (filters, pos-embed, one image's
-# attention), and `vit report` of the whole run. Wall time of the whole
+# attention), the layer-by-layer ones (lens, probe, ablate, cka, faithfulness)
+# with their default sample counts, and `vit report` of the whole run. Wall time of the whole
 # command, LibTorch start-up and the checkpoint load included.
 # Usage: scripts/bench/analyses.sh RUN_DIR
 # Env:   VIT=build/vit  THREADS=2  SAMPLES=128  OUT=/tmp/vit-bench-analyses
@@ -39,4 +40,8 @@ done
 timed "filters" filters "${common[@]}" --out "$OUT/filters"
 timed "pos-embed" pos-embed "${common[@]}" --out "$OUT/pos-embed"
 timed "attention (one image)" attention "${common[@]}" --out "$OUT/attention"
+# The layer-by-layer analyses, with their own default sample counts.
+for command in lens probe ablate cka faithfulness; do
+  timed "$command (default samples)" "$command" "${common[@]}" --out "$OUT/$command"
+done
 timed "report (whole run)" report --run "$run" --device cpu --threads "$THREADS" --quiet
