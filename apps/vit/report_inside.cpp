@@ -30,15 +30,18 @@ void lens_section(io::HtmlPage& page, const ReportAssets& assets, const json& le
   const json& norms = lens["token_norms"];
   const double ratio =
       norms["max"].back().get<double>() / std::max(norms["median"].back().get<double>(), 1e-12);
+  const std::string before = layer > 0 ? fmt::format(" (layer {} gives {})", layer - 1,
+                                                     percent(readout[layer - 1].get<double>()))
+                                       : std::string();
   page.paragraph(fmt::format(
       "Every layer's residual stream read out through the model's own final norm, pooling and "
       "head, as if the network ended there (the logit lens). It shows in which layer the class "
-      "becomes readable. Here the readout reaches 90% of the last layer's {} ({}) at layer {} of "
-      "{}; the embeddings alone (layer 0) give {}. The right panel shows the patch tokens' norms: "
-      "in the last layer the largest is {:.1f}x the median{}.",
+      "becomes readable. Here the readout first reaches 90% of the last layer's {} ({}) at layer "
+      "{} of {}{}; the embeddings alone (layer 0) give {}. The right panel shows the patch "
+      "tokens' norms: in the last layer the largest is {:.1f}x the median{}.",
       accuracy.is_null() ? "agreement" : "accuracy", percent(readout.back().get<double>()), layer,
-      readout.size() - 1, percent(readout.front().get<double>()), ratio,
-      ratio > 4 ? ", the high-norm outlier tokens Darcet et al. (2024) found in large ViTs"
+      readout.size() - 1, before, percent(readout.front().get<double>()), ratio,
+      ratio > 4 ? ", the kind of high-norm outlier token Darcet et al. (2024) found in large ViTs"
                 : ", no high-norm outliers (Darcet et al., 2024, find them in large ViTs)"));
   add_image(page, assets.lens() / "lens.png", "logit lens accuracy and token norms");
 }
@@ -94,17 +97,21 @@ void cka_section(io::HtmlPage& page, const ReportAssets& assets, const json& cka
   page.section("Layer similarity (CKA)", "cka");
   const json& m = cka["matrix"];
   const size_t last = m.size() - 1;
-  double neighbours = 0;
-  for (size_t l = 0; l + 1 < m.size(); ++l)
-    neighbours += m[l][l + 1].get<double>();
+  double neighbours = 0, lowest = 2;
+  size_t apart = 0;
+  for (size_t l = 0; l + 1 < m.size(); ++l) {
+    const double similarity = m[l][l + 1].get<double>();
+    neighbours += similarity;
+    if (similarity < lowest) lowest = similarity, apart = l;
+  }
   page.paragraph(fmt::format(
       "Linear CKA (Kornblith et al., 2019) between the representations of every pair of layers, "
       "over {} validation images: 1 means two layers hold the same information up to a rotation "
-      "and scale. Neighbouring layers average {:.2f}, and the embeddings and the last layer "
-      "{:.2f}. ViTs keep a uniform, slowly changing representation through depth (Raghu et al., "
-      "2021), where CNNs show blocks of similar layers.",
-      cka["samples"].get<int64_t>(), last > 0 ? neighbours / static_cast<double>(last) : 1.0,
-      m[0][last].get<double>()));
+      "and scale. Raghu et al. (2021) find a ViT's representation more uniform through depth "
+      "than a CNN's. Here neighbouring layers average {:.2f}, the least alike are layers {} and "
+      "{} ({:.2f}), and the embeddings and the last layer are at {:.2f}.",
+      cka["samples"].get<int64_t>(), last > 0 ? neighbours / static_cast<double>(last) : 1.0, apart,
+      apart + 1, last > 0 ? lowest : 1.0, m[0][last].get<double>()));
   add_image(page, assets.cka() / "cka.png", "CKA between layers");
 }
 
@@ -124,10 +131,14 @@ void faithfulness_section(io::HtmlPage& page, const ReportAssets& assets, const 
       "The deletion and insertion test (Petsiuk et al., 2018) of each map, over {} images: remove "
       "the patches a map calls most important first, and the explained class's probability "
       "should fall fast (low deletion AUC); put them back into an empty image in the same "
-      "order, and it should rise fast (high insertion AUC). Here {} deletes best (AUC {:.3f}) "
-      "and {} inserts best ({:.3f}); a random order scores {:.3f} and {:.3f}, the floor a map "
-      "has to beat to say anything about this model.",
-      f["samples"].get<int64_t>(), best_deletion, low, best_insertion, high,
+      "order, and it should rise fast (high insertion AUC). Here {}; a random order scores "
+      "{:.3f} and {:.3f}, the floor a map has to beat to say anything about this model.",
+      f["samples"].get<int64_t>(),
+      best_deletion == best_insertion
+          ? fmt::format("{} is the best by both (deletion AUC {:.3f}, insertion {:.3f})",
+                        best_deletion, low, high)
+          : fmt::format("{} deletes best (AUC {:.3f}) and {} inserts best ({:.3f})", best_deletion,
+                        low, best_insertion, high),
       random["deletion_auc"].get<double>(), random["insertion_auc"].get<double>()));
   add_image(page, assets.faithfulness() / "faithfulness.png", "deletion and insertion curves");
 }
