@@ -26,24 +26,6 @@ constexpr char kDefaultOut[] = "cka";
 
 namespace fs = std::filesystem;
 
-void check_same_architecture(const LoadedModel& a, const LoadedModel& b) {
-  // The head is never read, so the number of classes may differ (a fine-tuned copy).
-  ModelConfig b_with_a_head = b.config.model;
-  b_with_a_head.num_classes = a.config.model.num_classes;
-  const auto differences = architecture_differences(a.config.model, b_with_a_head);
-  if (!differences.empty())
-    throw Error(
-        fmt::format("--against {}: another architecture than {} ({}); vit cka compares "
-                    "checkpoints of one architecture",
-                    b.path, a.path, differences.front()));
-}
-
-std::vector<at::Tensor> grams_of(LoadedModel& loaded, const at::Tensor& pixels,
-                                 c10::Device device) {
-  return layer_grams(loaded.model, image_batches(pixels, loaded.config, device,
-                                                 attention_batch_size(loaded.config.model)));
-}
-
 std::vector<std::vector<double>> matrix_rows(const at::Tensor& matrix) {
   std::vector<std::vector<double>> rows;
   for (int64_t i = 0; i < matrix.size(0); ++i) {
@@ -87,6 +69,24 @@ at::Tensor cka_plot(const at::Tensor& matrix, int64_t samples, bool against) {
 
 }  // namespace
 
+void check_same_architecture(const LoadedModel& a, const LoadedModel& b) {
+  // The head is never read, so the number of classes may differ (a fine-tuned copy).
+  ModelConfig b_with_a_head = b.config.model;
+  b_with_a_head.num_classes = a.config.model.num_classes;
+  const auto differences = architecture_differences(a.config.model, b_with_a_head);
+  if (!differences.empty())
+    throw Error(
+        fmt::format("--against {}: another architecture than {} ({}); vit cka compares "
+                    "checkpoints of one architecture",
+                    b.path, a.path, differences.front()));
+}
+
+std::vector<at::Tensor> layer_grams_of(LoadedModel& loaded, const at::Tensor& pixels,
+                                       c10::Device device) {
+  return layer_grams(loaded.model, image_batches(pixels, loaded.config, device,
+                                                 attention_batch_size(loaded.config.model)));
+}
+
 nlohmann::json write_cka(OpenedModel& opened, const CkaOptions& o) {
   LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
@@ -99,9 +99,10 @@ nlohmann::json write_cka(OpenedModel& opened, const CkaOptions& o) {
                                                        o.common.seed.value_or(config.seed), opened);
   if (inputs.pixels.size(0) < 2)
     throw Error("vit cka needs at least 2 images, got " + std::to_string(inputs.pixels.size(0)));
-  const auto grams_a = grams_of(loaded, inputs.pixels, opened.device);
-  const auto matrix = other ? cka_matrix(grams_a, grams_of(*other, inputs.pixels, opened.device))
-                            : cka_matrix(grams_a, grams_a);
+  const auto grams_a = layer_grams_of(loaded, inputs.pixels, opened.device);
+  const auto matrix =
+      other ? cka_matrix(grams_a, layer_grams_of(*other, inputs.pixels, opened.device))
+            : cka_matrix(grams_a, grams_a);
   const auto rows = matrix_rows(matrix);
 
   const fs::path out = output_folder(o.model, loaded, kDefaultOut);
@@ -115,18 +116,6 @@ nlohmann::json write_cka(OpenedModel& opened, const CkaOptions& o) {
   std::cout << cka_csv(rows);
   spdlog::info("wrote cka.json, .csv and .png to {}", out.string());
   return json;
-}
-
-std::vector<double> cka_same_layers(OpenedModel& opened, LoadedModel& other, int64_t samples,
-                                    uint64_t seed) {
-  check_same_architecture(opened.loaded, other);
-  const AnalysisInputs inputs = choose_analysis_inputs({}, samples, seed, opened);
-  const auto a = grams_of(opened.loaded, inputs.pixels, opened.device);
-  const auto b = grams_of(other, inputs.pixels, opened.device);
-  std::vector<double> diagonal;
-  for (size_t l = 0; l < a.size(); ++l)
-    diagonal.push_back(linear_cka(a[l], b[l]));
-  return diagonal;
 }
 
 std::shared_ptr<CkaOptions> register_cka(Cli& cli) {

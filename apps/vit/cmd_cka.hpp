@@ -19,10 +19,12 @@ std::shared_ptr<CkaOptions> register_cka(Cli& cli);
 // The command on an opened model (also used by `vit report`): returns cka.json.
 nlohmann::json write_cka(OpenedModel& opened, const CkaOptions& o);
 
-// The CKA of every layer of `opened` with the same layer of `other` (the
-// diagonal of their matrix), on `samples` validation images of opened's data
-// drawn with `seed`: how far each layer is from the other model's.
-std::vector<double> cka_same_layers(OpenedModel& opened, LoadedModel& other, int64_t samples,
-                                    uint64_t seed);
+// Throws vit::Error unless `b` has `a`'s architecture (the number of classes may differ).
+void check_same_architecture(const LoadedModel& a, const LoadedModel& b);
+
+// The centred Gram of every layer of `loaded` on `pixels` (uint8 (n, C, S, S)):
+// L+1 of (n, n), to compare with another checkpoint's on the same images.
+std::vector<at::Tensor> layer_grams_of(LoadedModel& loaded, const at::Tensor& pixels,
+                                       c10::Device device);
 
 }  // namespace vit::cli

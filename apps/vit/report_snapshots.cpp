@@ -9,6 +9,7 @@
 #include "analysis_inputs.hpp"
 #include "cmd_cka.hpp"
 #include "model_inputs.hpp"
+#include "vit/analysis/cka.hpp"
 #include "vit/analysis/logit_lens.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"
@@ -51,17 +52,22 @@ nlohmann::json write_snapshot_analysis(OpenedModel& best, const std::vector<Snap
                                        const std::filesystem::path& out, int64_t samples,
                                        uint64_t seed) {
   const AnalysisInputs inputs = choose_analysis_inputs({}, samples, seed, best);
+  const auto best_grams = layer_grams_of(best.loaded, inputs.pixels, best.device);
   std::vector<int64_t> epochs;
   std::vector<std::vector<double>> lens, cka;
   for (const Snapshot& snapshot : snapshots) {
     LoadedModel loaded = open_checkpoint(snapshot.path, {}, best.device);
+    check_same_architecture(best.loaded, loaded);
     const LensResult r = logit_lens(loaded.model,
                                     image_batches(inputs.pixels, loaded.config, best.device,
                                                   attention_batch_size(loaded.config.model)),
                                     inputs.labels);
     epochs.push_back(snapshot.epoch);
     lens.push_back(r.accuracy);
-    cka.push_back(cka_same_layers(best, loaded, samples, seed));
+    const auto grams = layer_grams_of(loaded, inputs.pixels, best.device);
+    cka.emplace_back();
+    for (size_t l = 0; l < grams.size(); ++l)
+      cka.back().push_back(linear_cka(best_grams[l], grams[l]));
   }
   const nlohmann::json json = {{"epochs", epochs}, {"lens_accuracy", lens}, {"cka_with_best", cka}};
   write_text_atomically((out / "snapshots.json").string(), json.dump(2) + "\n");
