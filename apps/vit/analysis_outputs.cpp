@@ -34,6 +34,11 @@ std::string class_name(const std::vector<std::string>& classes, int64_t index) {
                                                                     : std::to_string(index);
 }
 
+std::vector<double> to_doubles(const at::Tensor& t) {
+  const auto c = t.to(torch::kDouble).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
 std::vector<std::vector<double>> map_rows(const at::Tensor& map, int decimals) {
   // float32 first: its values printed as doubles would show float noise digits otherwise.
   const auto m = map.detach().to(torch::kCPU, torch::kFloat).contiguous();  // (rows, columns)

@@ -20,6 +20,9 @@ std::string map_file_name(const std::string& id, size_t position, size_t count);
 // The class's name, or its index when the model has no names for it.
 std::string class_name(const std::vector<std::string>& classes, int64_t index);
 
+// A tensor's values in order, as doubles (for JSON arrays).
+std::vector<double> to_doubles(const at::Tensor& t);
+
 // A 2-D map (rows, columns) as JSON rows: rounded to `decimals` decimals, or
 // as float32 gives them for decimals < 0 (raw values of any size).
 std::vector<std::vector<double>> map_rows(const at::Tensor& map, int decimals = -1);

@@ -26,7 +26,7 @@
 namespace vit::cli {
 namespace {
 
-constexpr char kDefaultOut[] = "ablate";
+constexpr char kAblateFolder[] = "ablate";
 
 namespace fs = std::filesystem;
 
@@ -139,7 +139,7 @@ nlohmann::json write_ablate(OpenedModel& opened, const AblateOptions& o) {
       inputs.labels, mode);
 
   const int64_t samples = inputs.pixels.size(0);
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kAblateFolder);
   const nlohmann::json json = ablate_json(r, samples, mode);
   write_text_atomically((out / "ablate.json").string(), json.dump(2) + "\n");
   write_text_atomically((out / "ablate.csv").string(), ablate_csv(r));
@@ -155,7 +155,7 @@ std::shared_ptr<AblateOptions> register_ablate(Cli& cli) {
       "Loss and accuracy with each head removed, and each attention or MLP branch skipped",
       on_opened_model(write_ablate));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "ablate.json, .csv (one row per variant) and .png", kDefaultOut);
+                           "ablate.json, .csv (one row per variant) and .png", kAblateFolder);
   add_sample_options(*cmd, options->samples, options->images, "score",
                      std::to_string(kLensSamples));
   cmd->add_option("--mode", options->mode,

@@ -32,7 +32,7 @@ namespace vit::cli {
 namespace {
 
 // Where the files go without --out: a folder of this name next to the checkpoint.
-constexpr char kDefaultOut[] = "attention";
+constexpr char kAttentionFolder[] = "attention";
 
 namespace fs = std::filesystem;
 
@@ -115,7 +115,7 @@ nlohmann::json write_attention(OpenedModel& opened, const AttentionOptions& o) {
                              maps = attention_query_maps(out.attention, query)[0];  // (L,H,g,g)
                              predicted = out.logits.argmax(/*dim=*/1).item<int64_t>();
                            });
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kAttentionFolder);
   nlohmann::json layers = nlohmann::json::array();
   for (int64_t l = 0; l < maps.size(0); ++l) {
     nlohmann::json heads = nlohmann::json::array();
@@ -150,7 +150,7 @@ std::shared_ptr<AttentionOptions> register_attention(Cli& cli) {
       cli, "attention", "Raw attention of one image: a layers x heads grid of the query row's maps",
       on_opened_model(write_attention));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "attention.json, .csv and .png", kDefaultOut);
+                           "attention.json, .csv and .png", kAttentionFolder);
   cmd->add_option("--images", options->images,
                   "the image file to draw (any size and channel count; default: a validation "
                   "image drawn with --seed)")

@@ -30,7 +30,7 @@ namespace vit::cli {
 namespace {
 
 // Where the files go without --out: a folder of this name next to the checkpoint.
-constexpr char kDefaultOut[] = "attn-distance";
+constexpr char kAttnDistanceFolder[] = "attn-distance";
 
 namespace fs = std::filesystem;
 
@@ -89,7 +89,7 @@ nlohmann::json write_attn_distance(OpenedModel& opened, const AttnDistanceOption
       [&](int64_t, const LogitsAndAttention& out) { accumulator.add(out.attention); });
   const auto rows = to_rows(accumulator.mean());  // (L, H)
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kAttnDistanceFolder);
   const nlohmann::json json = {{"patch_size", config.model.patch_size},
                                {"grid", accumulator.grid()},
                                {"samples", accumulator.images()},
@@ -119,7 +119,7 @@ std::shared_ptr<AttnDistanceOptions> register_attn_distance(Cli& cli) {
       on_opened_model(write_attn_distance));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "attn_distance.json, .csv (layer,head,distance_px rows) and .png",
-                           kDefaultOut);
+                           kAttnDistanceFolder);
   add_sample_options(*cmd, options->samples, options->images, "average",
                      "analysis.distance_samples");
   // Two callback flags rather than add_flag("--renormalize,!--no-renormalize") into the

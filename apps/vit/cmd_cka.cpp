@@ -22,7 +22,7 @@
 namespace vit::cli {
 namespace {
 
-constexpr char kDefaultOut[] = "cka";
+constexpr char kCkaFolder[] = "cka";
 
 namespace fs = std::filesystem;
 
@@ -105,7 +105,7 @@ nlohmann::json write_cka(OpenedModel& opened, const CkaOptions& o) {
             : cka_matrix(grams_a, grams_a);
   const auto rows = matrix_rows(matrix);
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kCkaFolder);
   const nlohmann::json json = {{"samples", inputs.pixels.size(0)},
                                {"a", loaded.path},
                                {"b", other ? other->path : loaded.path},
@@ -123,7 +123,7 @@ std::shared_ptr<CkaOptions> register_cka(Cli& cli) {
       cli, "cka", "Linear CKA between every pair of layers, of one model or of two checkpoints",
       on_opened_model(write_cka));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "cka.json, .csv (the matrix) and .png", kDefaultOut);
+                           "cka.json, .csv (the matrix) and .png", kCkaFolder);
   add_sample_options(*cmd, options->samples, options->images, "compare on",
                      std::to_string(kCkaSamples));
   cmd->add_option("--against", options->against,

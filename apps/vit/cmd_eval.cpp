@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
 #include "model_source.hpp"
 #include "vit/atomic_write.hpp"
@@ -27,16 +28,11 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int64_t kWorstImages = 24;
 
-std::vector<double> to_vector(const torch::Tensor& t) {
-  const auto c = t.to(torch::kDouble).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
-
 nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>& classes,
                             const std::string& split, const std::string& checkpoint,
                             Precision precision) {
   nlohmann::json per_class = nlohmann::json::object();
-  const auto accuracy = to_vector(r.per_class_accuracy);
+  const auto accuracy = to_doubles(r.per_class_accuracy);
   for (size_t k = 0; k < classes.size(); ++k)
     per_class[classes[k]] =
         std::isnan(accuracy[k]) ? nlohmann::json(nullptr) : nlohmann::json(accuracy[k]);

@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "analysis_inputs.hpp"
+#include "analysis_outputs.hpp"
 #include "vit/analysis/faithfulness.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
@@ -23,7 +24,7 @@
 namespace vit::cli {
 namespace {
 
-constexpr char kDefaultOut[] = "faithfulness";
+constexpr char kFaithfulnessFolder[] = "faithfulness";
 constexpr int64_t kImagesPerPass = 16;  // images whose maps and curves are computed together
 
 namespace fs = std::filesystem;
@@ -44,11 +45,6 @@ RolloutOptions rollout_options(const Config& config) {
   options.discard_ratio = config.analysis.discard_ratio;
   options.source = rollout_source_of(config.model.pool);
   return options;
-}
-
-std::vector<double> to_vector(const at::Tensor& t) {
-  const auto c = t.to(torch::kDouble).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
 at::Tensor faithfulness_plot(const std::vector<FaithfulnessMethod>& methods,
@@ -135,8 +131,8 @@ nlohmann::json write_faithfulness(OpenedModel& opened, const FaithfulnessOptions
   std::cout << "method         deletion AUC  insertion AUC\n";
   for (const FaithfulnessMethod m : methods) {
     MethodCurves& c = curves[m];
-    c.deletion = to_vector(c.deletion_sum / static_cast<double>(samples));
-    c.insertion = to_vector(c.insertion_sum / static_cast<double>(samples));
+    c.deletion = to_doubles(c.deletion_sum / static_cast<double>(samples));
+    c.insertion = to_doubles(c.insertion_sum / static_cast<double>(samples));
     c.deletion_auc = curve_area(c.deletion, patches, step);
     c.insertion_auc = curve_area(c.insertion, patches, step);
     const std::string name = faithfulness_method_name(m);
@@ -148,7 +144,7 @@ nlohmann::json write_faithfulness(OpenedModel& opened, const FaithfulnessOptions
     std::cout << fmt::format("{:<13}  {:12.4f}  {:13.4f}\n", name, c.deletion_auc, c.insertion_auc);
   }
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kFaithfulnessFolder);
   const nlohmann::json json = {{"samples", samples}, {"step", step}, {"methods", by_method}};
   write_text_atomically((out / "faithfulness.json").string(), json.dump(2) + "\n");
   write_text_atomically((out / "faithfulness.csv").string(), csv);
@@ -164,7 +160,8 @@ std::shared_ptr<FaithfulnessOptions> register_faithfulness(Cli& cli) {
       "Deletion and insertion scores of the saliency methods: which map the model uses",
       on_opened_model(write_faithfulness));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "faithfulness.json, .csv (one row per method) and .png", kDefaultOut);
+                           "faithfulness.json, .csv (one row per method) and .png",
+                           kFaithfulnessFolder);
   add_sample_options(*cmd, options->samples, options->images, "test",
                      std::to_string(kFaithfulnessSamples));
   cmd->add_option("--step", options->step,

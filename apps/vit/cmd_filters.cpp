@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
 #include "model_source.hpp"
 #include "vit/analysis/filter_pca.hpp"
@@ -26,32 +27,27 @@ namespace vit::cli {
 namespace {
 
 // Where the files go without --out: a folder of this name next to the checkpoint.
-constexpr char kDefaultOut[] = "filters";
+constexpr char kFiltersFolder[] = "filters";
 
 namespace fs = std::filesystem;
-
-std::vector<double> to_vector(const torch::Tensor& t) {
-  const auto c = t.to(torch::kDouble).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
 
 nlohmann::json filters_json(const FilterPca& pca, const ModelConfig& model,
                             const std::string& checkpoint) {
   nlohmann::json components = nlohmann::json::array();
   for (int64_t i = 0; i < pca.components.size(0); ++i)
-    components.push_back(to_vector(pca.components[i]));
+    components.push_back(to_doubles(pca.components[i]));
   return {{"patch_size", model.patch_size},
           {"channels", model.channels},
           {"filters", model.dim},
           {"checkpoint", checkpoint},
-          {"explained_variance", to_vector(pca.explained_variance)},
-          {"explained_variance_ratio", to_vector(pca.explained_variance_ratio)},
+          {"explained_variance", to_doubles(pca.explained_variance)},
+          {"explained_variance_ratio", to_doubles(pca.explained_variance_ratio)},
           {"components", components}};
 }
 
 std::string filters_csv(const FilterPca& pca) {
-  const auto variance = to_vector(pca.explained_variance);
-  const auto ratio = to_vector(pca.explained_variance_ratio);
+  const auto variance = to_doubles(pca.explained_variance);
+  const auto ratio = to_doubles(pca.explained_variance_ratio);
   std::string csv = "component,explained_variance,explained_variance_ratio,cumulative_ratio\n";
   double cumulative = 0;
   for (size_t i = 0; i < ratio.size(); ++i) {
@@ -79,7 +75,7 @@ nlohmann::json write_filters(OpenedModel& opened, const FiltersOptions& o) {
   const ModelConfig& model = loaded.config.model;
   const FilterPca pca = filter_pca(loaded.model->patch_embed->proj->weight, o.count);
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kFiltersFolder);
   const nlohmann::json json = filters_json(pca, model, loaded.path);
   write_text_atomically((out / "filters.json").string(), json.dump() + "\n");
   write_text_atomically((out / "filters.csv").string(), filters_csv(pca));
@@ -101,7 +97,7 @@ std::shared_ptr<FiltersOptions> register_filters(Cli& cli) {
       "Principal components of the patch-embedding filters (ViT paper, Fig. 7 left)",
       on_opened_model(write_filters));
   add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kBesideCheckpoint,
-                           "filters.json, .csv and .png", kDefaultOut);
+                           "filters.json, .csv and .png", kFiltersFolder);
   cmd->add_option("--count", options->count,
                   "components to list and draw (at most min(dim - 1, C*P*P))")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))

@@ -21,7 +21,7 @@
 namespace vit::cli {
 namespace {
 
-constexpr char kDefaultOut[] = "lens";
+constexpr char kLensFolder[] = "lens";
 
 namespace fs = std::filesystem;
 
@@ -97,7 +97,7 @@ nlohmann::json write_lens(OpenedModel& opened, const LensOptions& o) {
       spdlog::info("layer {}: {} patch tokens above 4x the median norm (high-norm tokens)", l,
                    r.norms.high[l]);
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kLensFolder);
   const nlohmann::json json = lens_json(r, config);
   write_text_atomically((out / "lens.json").string(), json.dump() + "\n");
   write_text_atomically((out / "lens.csv").string(), lens_csv(r));
@@ -113,7 +113,7 @@ std::shared_ptr<LensOptions> register_lens(Cli& cli) {
       "Logit lens: every layer read out by the model's head, and the patch-token norms",
       on_opened_model(write_lens));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "lens.json, .csv (one row per layer) and .png", kDefaultOut);
+                           "lens.json, .csv (one row per layer) and .png", kLensFolder);
   add_sample_options(*cmd, options->samples, options->images, "read out",
                      std::to_string(kLensSamples));
   return options;

@@ -25,7 +25,7 @@ namespace vit::cli {
 namespace {
 
 // Where the files go without --out: a folder of this name next to the checkpoint.
-constexpr char kDefaultOut[] = "pos-embed";
+constexpr char kPosEmbedFolder[] = "pos-embed";
 
 namespace fs = std::filesystem;
 
@@ -62,7 +62,7 @@ nlohmann::json write_pos_embed(OpenedModel& opened, const PosEmbedOptions& o) {
   const int64_t grid = pos_embed_grid(pos_embed);
   const torch::Tensor similarity = pos_embed_similarity(pos_embed);  // (g*g, g*g)
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kPosEmbedFolder);
   nlohmann::json json = {{"grid", grid}, {"checkpoint", loaded.path}};
   if (o.interpolate) json["interpolated_from"] = source_grid;
   json["similarity"] = to_rows(similarity);
@@ -83,7 +83,7 @@ std::shared_ptr<PosEmbedOptions> register_pos_embed(Cli& cli) {
       cli, "pos-embed", "Cosine similarity of the position embeddings (ViT paper, Fig. 7 centre)",
       on_opened_model(write_pos_embed));
   add_model_source_options(*cmd, options->model, /*reads_data=*/false, OutFolder::kBesideCheckpoint,
-                           "pos_embed.json and pos_embed.png", kDefaultOut);
+                           "pos_embed.json and pos_embed.png", kPosEmbedFolder);
   cmd->add_option("--interpolate", options->interpolate,
                   "resize the embedding to an S x S patch grid first (2-D bicubic, as vit train "
                   "--init does for another image size)")

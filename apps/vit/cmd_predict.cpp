@@ -8,17 +8,13 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis_outputs.hpp"
 #include "model_inputs.hpp"
 #include "model_source.hpp"
 #include "vit/train/precision.hpp"
 
 namespace vit::cli {
 namespace {
-
-std::vector<double> to_vector(const torch::Tensor& t) {
-  const auto c = t.to(torch::kDouble).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
 
 int run_predict(const PredictOptions& o) {
   OpenedModel opened = open_model(o.common, o.model);
@@ -54,8 +50,8 @@ int run_predict(const PredictOptions& o) {
                      {"prob", top_probs[i][j].item<double>()}});
     }
     out.push_back({{"image", inputs.paths[i]},
-                   {"logits", to_vector(logits[i])},
-                   {"probs", to_vector(probs[i])},
+                   {"logits", to_doubles(logits[i])},
+                   {"probs", to_doubles(probs[i])},
                    {"top", top}});
   }
   if (o.json) {

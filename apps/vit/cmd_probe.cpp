@@ -24,7 +24,7 @@
 namespace vit::cli {
 namespace {
 
-constexpr char kDefaultOut[] = "probe";
+constexpr char kProbeFolder[] = "probe";
 
 namespace fs = std::filesystem;
 
@@ -104,7 +104,7 @@ nlohmann::json write_probe(OpenedModel& opened, const ProbeOptions& o) {
     scores.model_val = top1_accuracy(torch::cat(logits), val.labels);
   }
 
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kProbeFolder);
   const nlohmann::json json = {
       {"layers", scores.val.size()},   {"train_samples", train_labels.size(0)},
       {"samples", val.labels.size(0)}, {"train_accuracy", scores.train},
@@ -126,7 +126,7 @@ std::shared_ptr<ProbeOptions> register_probe(Cli& cli) {
       cli, "probe", "A linear probe on every layer: where the class becomes linearly readable",
       on_opened_model(write_probe));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "probe.json, .csv (one row per layer) and .png", kDefaultOut);
+                           "probe.json, .csv (one row per layer) and .png", kProbeFolder);
   cmd->add_option("--samples", options->samples,
                   "validation images the probes are scored on, drawn with --seed (default " +
                       std::to_string(kLensSamples) + ")")

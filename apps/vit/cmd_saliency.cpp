@@ -29,7 +29,7 @@ namespace vit::cli {
 namespace {
 
 // Where the files go without --out: a folder of this name next to the checkpoint.
-constexpr char kDefaultOut[] = "saliency";
+constexpr char kSaliencyFolder[] = "saliency";
 
 namespace fs = std::filesystem;
 
@@ -140,7 +140,7 @@ nlohmann::json write_saliency(OpenedModel& opened, const SaliencyOptions& o) {
 
   std::vector<SaliencyMap> maps =
       compute_maps(loaded, inputs, method, o.target_class, opened.device);
-  const fs::path out = output_folder(o.model, loaded, kDefaultOut);
+  const fs::path out = output_folder(o.model, loaded, kSaliencyFolder);
   std::vector<OverlayPicture> pictures;
   for (size_t i = 0; i < maps.size(); ++i) {
     SaliencyMap& m = maps[i];
@@ -170,7 +170,7 @@ std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
       cli, "saliency", "Gradient saliency maps of validation samples or your images",
       on_opened_model(write_saliency));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
-                           "one PNG per map, grid.png, saliency.json and .csv", kDefaultOut);
+                           "one PNG per map, grid.png, saliency.json and .csv", kSaliencyFolder);
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
   cmd->add_option("--method", options->method,
                   "grad: |d logit/d x| (max over channels); grad-x-input: |sum_c x * d logit/d x|; "

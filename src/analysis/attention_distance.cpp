@@ -10,12 +10,12 @@
 namespace vit {
 namespace {
 
-constexpr const char* kWhere = "attention distance";
+constexpr const char* kAttentionDistanceWhere = "attention distance";
 
 void check_patch_size(int64_t patch_size) {
   if (patch_size < 1) {
-    throw Error(std::string(kWhere) + ": patch size " + std::to_string(patch_size) +
-                " is not positive");
+    throw Error(std::string(kAttentionDistanceWhere) + ": patch size " +
+                std::to_string(patch_size) + " is not positive");
   }
 }
 
@@ -48,7 +48,8 @@ torch::Tensor layer_distance(const torch::Tensor& attention, const torch::Tensor
 torch::Tensor patch_distance_matrix(int64_t grid, int64_t patch_size,
                                     const torch::TensorOptions& options) {
   if (grid < 1) {
-    throw Error(std::string(kWhere) + ": grid side " + std::to_string(grid) + " is not positive");
+    throw Error(std::string(kAttentionDistanceWhere) + ": grid side " + std::to_string(grid) +
+                " is not positive");
   }
   check_patch_size(patch_size);
   const auto index = torch::arange(grid * grid, torch::kLong);
@@ -83,8 +84,8 @@ torch::Tensor checked_distances(const std::vector<torch::Tensor>& attentions,
 
 torch::Tensor mean_attention_distance(const std::vector<torch::Tensor>& attentions,
                                       int64_t patch_size, bool renormalize) {
-  const auto shape = check_attention_shapes(attentions, kWhere);
-  check_attention_values(attentions, kWhere);
+  const auto shape = check_attention_shapes(attentions, kAttentionDistanceWhere);
+  check_attention_values(attentions, kAttentionDistanceWhere);
   check_patch_size(patch_size);
   return checked_distances(attentions, shape, patch_size, renormalize);
 }
@@ -93,7 +94,7 @@ torch::Tensor average_over_images(const torch::Tensor& per_image) {
   if (!per_image.defined() || per_image.dim() != 3 || per_image.size(0) < 1) {
     std::ostringstream shape;
     if (per_image.defined()) shape << per_image.sizes();
-    throw Error(std::string(kWhere) + ": per-image distances have shape " +
+    throw Error(std::string(kAttentionDistanceWhere) + ": per-image distances have shape " +
                 (per_image.defined() ? shape.str() : "undefined") +
                 "; expected (B,L,H) with B >= 1");
   }
@@ -106,19 +107,19 @@ AttentionDistanceAccumulator::AttentionDistanceAccumulator(int64_t patch_size, b
 }
 
 void AttentionDistanceAccumulator::add(const std::vector<torch::Tensor>& attentions) {
-  const auto shape = check_attention_shapes(attentions, kWhere);
+  const auto shape = check_attention_shapes(attentions, kAttentionDistanceWhere);
   if (images_ > 0 &&
       (shape.layers != sum_.size(0) || shape.heads != sum_.size(1) || shape.grid != grid_)) {
     const auto layout = [](int64_t layers, int64_t heads, int64_t grid) {
       return std::to_string(layers) + " layers x " + std::to_string(heads) + " heads on a " +
              std::to_string(grid) + "x" + std::to_string(grid) + " grid";
     };
-    throw Error(std::string(kWhere) + ": batch has " +
+    throw Error(std::string(kAttentionDistanceWhere) + ": batch has " +
                 layout(shape.layers, shape.heads, shape.grid) + " but earlier batches had " +
                 layout(sum_.size(0), sum_.size(1), grid_) +
                 "; all batches must come from one model");
   }
-  check_attention_values(attentions, kWhere);
+  check_attention_values(attentions, kAttentionDistanceWhere);
   // Summed in float64 so thousands of images do not drift.
   const auto batch_sum = checked_distances(attentions, shape, patch_size_, renormalize_)
                              .to(torch::kCPU, torch::kDouble)
@@ -130,7 +131,8 @@ void AttentionDistanceAccumulator::add(const std::vector<torch::Tensor>& attenti
 
 torch::Tensor AttentionDistanceAccumulator::mean() const {
   if (images_ == 0) {
-    throw Error(std::string(kWhere) + ": no images added yet; call add() before mean()");
+    throw Error(std::string(kAttentionDistanceWhere) +
+                ": no images added yet; call add() before mean()");
   }
   return sum_ / static_cast<double>(images_);
 }

@@ -11,7 +11,7 @@
 namespace vit {
 namespace {
 
-constexpr const char* kWhere = "attention maps";
+constexpr const char* kAttentionMapsWhere = "attention maps";
 
 // (B,H,N,N) -> (B,H,N): the query's row.
 at::Tensor query_row(const at::Tensor& attention, const AttentionQuery& query, int64_t grid) {
@@ -29,7 +29,7 @@ at::Tensor query_row(const at::Tensor& attention, const AttentionQuery& query, i
 void check_query(const AttentionQuery& query, int64_t grid) {
   if (query.kind != AttentionQuery::Kind::kPatch) return;
   if (query.row < 0 || query.row >= grid || query.column < 0 || query.column >= grid) {
-    throw Error(std::string(kWhere) + ": query patch " + attention_query_name(query) +
+    throw Error(std::string(kAttentionMapsWhere) + ": query patch " + attention_query_name(query) +
                 " is outside the " + std::to_string(grid) + "x" + std::to_string(grid) +
                 " patch grid; rows and columns count from 0 to " + std::to_string(grid - 1));
   }
@@ -65,7 +65,7 @@ std::string attention_query_name(const AttentionQuery& query) {
 
 at::Tensor attention_query_maps(const std::vector<at::Tensor>& attentions,
                                 const AttentionQuery& query) {
-  const auto shape = check_attention_shapes(attentions, kWhere);
+  const auto shape = check_attention_shapes(attentions, kAttentionMapsWhere);
   check_query(query, shape.grid);
   std::vector<at::Tensor> layers;
   for (const auto& a : attentions) {

@@ -10,11 +10,11 @@
 namespace vit {
 namespace {
 
-constexpr const char* kWhere = "filter PCA";
+constexpr const char* kFilterPcaWhere = "filter PCA";
 
 at::Tensor filter_rows(const at::Tensor& weight) {
   if (!weight.defined() || (weight.dim() != 2 && weight.dim() != 4) || weight.size(0) < 2) {
-    throw Error(std::string(kWhere) + ": weight is " +
+    throw Error(std::string(kFilterPcaWhere) + ": weight is " +
                 (weight.defined() ? c10::str(weight.sizes()) : std::string("undefined")) +
                 "; expected patch_embed.proj.weight (D, C, P, P) with D >= 2 filters");
   }
@@ -32,7 +32,7 @@ at::Tensor canonical_signs(const at::Tensor& components) {
 
 FilterPca filter_pca(const at::Tensor& weight, int64_t count) {
   if (count < 1)
-    throw Error(std::string(kWhere) + ": count " + std::to_string(count) + " is not >= 1");
+    throw Error(std::string(kFilterPcaWhere) + ": count " + std::to_string(count) + " is not >= 1");
   const auto rows = filter_rows(weight);                               // (D, F)
   const auto centred = rows - rows.mean(/*dim=*/0, /*keepdim=*/true);  // (D, F)
   // centred = U S V^T: the rows of V^T are the principal directions, S^2 / (D - 1)

@@ -11,7 +11,7 @@
 namespace vit {
 namespace {
 
-constexpr const char* kWhere = "attention rollout";
+constexpr const char* kRolloutWhere = "attention rollout";
 
 std::string shape_text(const torch::Tensor& t) {
   std::ostringstream out;
@@ -102,7 +102,8 @@ void check_options(const RolloutOptions& options) {
   if (!(options.discard_ratio >= 0.0 && options.discard_ratio < 1.0)) {
     std::ostringstream ratio;
     ratio << options.discard_ratio;
-    throw Error(std::string(kWhere) + ": discard ratio " + ratio.str() + " is outside [0, 1)");
+    throw Error(std::string(kRolloutWhere) + ": discard ratio " + ratio.str() +
+                " is outside [0, 1)");
   }
 }
 
@@ -210,20 +211,20 @@ void check_attention_values(const std::vector<torch::Tensor>& attentions,
 
 torch::Tensor rollout_matrix(const std::vector<torch::Tensor>& attentions,
                              const RolloutOptions& options) {
-  check_attention_shapes(attentions, kWhere);
+  check_attention_shapes(attentions, kRolloutWhere);
   check_options(options);
   std::vector<torch::Tensor> flags;
   auto rollout = layer_matrix(attentions.front(), options, flags);
   for (size_t l = 1; l < attentions.size(); ++l) {
     rollout = torch::bmm(layer_matrix(attentions[l], options, flags), rollout);  // (B, N, N)
   }
-  throw_on_invalid(flags, kWhere);
+  throw_on_invalid(flags, kRolloutWhere);
   return rollout;
 }
 
 torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
                             const RolloutOptions& options) {
-  const auto shape = check_attention_shapes(attentions, kWhere);
+  const auto shape = check_attention_shapes(attentions, kRolloutWhere);
   check_options(options);
   const auto& first = attentions.front();
   const auto weights = rollout_source_weights(
@@ -237,19 +238,19 @@ torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
     rows = torch::bmm(rows, layer_matrix(attentions[l], options, flags));  // (B, 1, N)
   }
   std::reverse(flags.begin(), flags.end());
-  throw_on_invalid(flags, kWhere);
+  throw_on_invalid(flags, kRolloutWhere);
   return normalize_maps(rows.squeeze(1), shape.grid);
 }
 
 torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSource source) {
   if (!rollout.defined() || rollout.dim() != 3 || rollout.size(1) != rollout.size(2)) {
-    throw Error(std::string(kWhere) + ": rollout matrix has shape " +
+    throw Error(std::string(kRolloutWhere) + ": rollout matrix has shape " +
                 (rollout.defined() ? shape_text(rollout) : "undefined") + "; expected (B,N,N)");
   }
   // Reuse the list checks for the token count, dtype and values: (B,N,N) -> (B,1,N,N).
   const std::vector<torch::Tensor> as_list = {rollout.unsqueeze(1)};
-  const auto shape = check_attention_shapes(as_list, kWhere);
-  check_attention_values(as_list, kWhere);
+  const auto shape = check_attention_shapes(as_list, kRolloutWhere);
+  check_attention_values(as_list, kRolloutWhere);
   const auto weights = rollout_source_weights(source, shape.tokens, rollout.options());
   return normalize_maps(torch::matmul(weights, rollout), shape.grid);  // (B, N) -> (B, g, g)
 }

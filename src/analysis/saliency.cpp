@@ -9,19 +9,19 @@
 namespace vit {
 namespace {
 
-constexpr const char* kWhere = "gradient rollout";
+constexpr const char* kSaliencyWhere = "gradient rollout";
 
 void check_gradients(const std::vector<at::Tensor>& attentions,
                      const std::vector<at::Tensor>& gradients) {
-  check_attention_shapes(attentions, kWhere);
+  check_attention_shapes(attentions, kSaliencyWhere);
   if (gradients.size() != attentions.size()) {
-    throw Error(std::string(kWhere) + ": " + std::to_string(gradients.size()) +
+    throw Error(std::string(kSaliencyWhere) + ": " + std::to_string(gradients.size()) +
                 " gradient tensors for " + std::to_string(attentions.size()) +
                 " attention layers; expected one per layer");
   }
   for (size_t l = 0; l < gradients.size(); ++l) {
     if (!gradients[l].defined() || gradients[l].sizes() != attentions[l].sizes()) {
-      throw Error(std::string(kWhere) + ": gradients[" + std::to_string(l) + "] is " +
+      throw Error(std::string(kSaliencyWhere) + ": gradients[" + std::to_string(l) + "] is " +
                   (gradients[l].defined() ? c10::str(gradients[l].sizes()) : "undefined") +
                   "; expected the attention's shape " + c10::str(attentions[l].sizes()));
     }
@@ -77,7 +77,7 @@ std::string saliency_method_name(SaliencyMethod method) {
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients, RolloutSource source) {
   check_gradients(attentions, gradients);
-  const auto shape = check_attention_shapes(attentions, kWhere);
+  const auto shape = check_attention_shapes(attentions, kSaliencyWhere);
   const auto dtype =
       attentions.front().scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   const auto weights = rollout_source_weights(

@@ -12,7 +12,7 @@ namespace vit::data {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr int kBarWidth = 30;
+constexpr int kProgressBarWidth = 30;
 
 }  // namespace
 
@@ -35,8 +35,8 @@ std::string DownloadProgress::line(uint64_t bytes, uint64_t total, bool bar) con
   if (total > 0) {
     const double done = std::min(1.0, double(bytes) / double(total));
     if (bar) {
-      const int filled = static_cast<int>(done * kBarWidth);
-      out += "[" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') + "] ";
+      const int filled = static_cast<int>(done * kProgressBarWidth);
+      out += "[" + std::string(filled, '#') + std::string(kProgressBarWidth - filled, '.') + "] ";
     }
     out += fmt::format("{:.1f}/{:.1f} MiB ({:.0f}%)", bytes / kMiB, total / kMiB, 100 * done);
   } else {

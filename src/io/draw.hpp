@@ -18,6 +18,11 @@ struct Font {
   int face = 0;  // cv::FONT_HERSHEY_SIMPLEX
 };
 
+// The figures' type sizes: titles, axis labels and tick labels.
+inline const Font kTitleFont{/*scale=*/0.6};
+inline const Font kLabelFont{/*scale=*/0.5};
+inline const Font kTickFont{/*scale=*/0.45};
+
 enum class Align { kLeft, kCenter, kRight };
 
 const cv::Scalar kBlack(0, 0, 0);

@@ -20,16 +20,16 @@ namespace {
 using detail::Align;
 using detail::blues;
 using detail::Font;
+using detail::kLabelFont;
+using detail::kTickFont;
+using detail::kTitleFont;
 
-const Font kTitleFont{/*scale=*/0.6};
-const Font kLabelFont{/*scale=*/0.5};
 const Font kNameFont{/*scale=*/0.45};
-const Font kTickFont{/*scale=*/0.45};
-constexpr int kPad = 12;
+constexpr int kMatrixPad = 12;
 constexpr int kMatrixSide = 640;  // target pixels of the matrix's longer side
-constexpr int kMaxCell = 56;
+constexpr int kMatrixMaxCell = 56;
 constexpr int kMaxNameWidth = 150;
-constexpr int kBarWidth = 18;
+constexpr int kMatrixBarWidth = 18;
 const cv::Scalar kMissing(200, 200, 200);
 
 std::string cell_text(double value, int decimals) {
@@ -119,20 +119,20 @@ at::Tensor render_matrix(const at::Tensor& matrix, const std::vector<std::string
   const double* v = values.data_ptr<double>();
   const double low = options.low, high = options.high;
 
-  const int cell = std::clamp(kMatrixSide / std::max(rows, columns), 1, kMaxCell);
+  const int cell = std::clamp(kMatrixSide / std::max(rows, columns), 1, kMatrixMaxCell);
   const int matrix_width = cell * columns, matrix_height = cell * rows;
   const AxisLabels left_labels = axis_labels(row_names, rows, cell);
   const AxisLabels bottom_labels = axis_labels(column_names, columns, cell);
   const int label_height = detail::line_height(kLabelFont);
   const int title_height = options.title.empty() ? 0 : detail::line_height(kTitleFont) + 8;
-  const int left = kPad + label_height + 6 + left_labels.widest + 8;
-  const int top = kPad + title_height;
+  const int left = kMatrixPad + label_height + 6 + left_labels.widest + 8;
+  const int top = kMatrixPad + title_height;
   const int bar_left = left + matrix_width + 20;
-  const int width =
-      std::max(bar_left + detail::colour_bar_width(low, high, kBarWidth, kTickFont) + kPad,
-               detail::text_width(options.title, kTitleFont) + 2 * kPad);
+  const int width = std::max(
+      bar_left + detail::colour_bar_width(low, high, kMatrixBarWidth, kTickFont) + kMatrixPad,
+      detail::text_width(options.title, kTitleFont) + 2 * kMatrixPad);
   const int below = bottom_labels.names ? bottom_labels.widest : detail::line_height(kTickFont);
-  const int height = top + std::max(matrix_height, 120) + 8 + below + 8 + label_height + kPad;
+  const int height = top + std::max(matrix_height, 120) + 8 + below + 8 + label_height + kMatrixPad;
   cv::Mat canvas(height, width, CV_8UC3, detail::kWhite);
 
   const auto shade = [&](double value) {
@@ -177,17 +177,17 @@ at::Tensor render_matrix(const at::Tensor& matrix, const std::vector<std::string
   }
 
   if (!options.title.empty()) {
-    detail::put_text(canvas, options.title, width / 2, kPad, kTitleFont, detail::kBlack,
+    detail::put_text(canvas, options.title, width / 2, kMatrixPad, kTitleFont, detail::kBlack,
                      Align::kCenter);
   }
   detail::put_text(canvas, options.column_axis, left + matrix_width / 2,
                    top + matrix_height + 8 + below + 8, kLabelFont, detail::kBlack, Align::kCenter);
-  detail::put_text_vertical(canvas, options.row_axis, kPad + label_height / 2,
+  detail::put_text_vertical(canvas, options.row_axis, kMatrixPad + label_height / 2,
                             top + matrix_height / 2, kLabelFont, detail::kBlack);
 
   // Colour bar: the scale from low (bottom) to high (top), with round ticks.
-  detail::draw_colour_bar(canvas, {bar_left, top, kBarWidth, std::max(matrix_height, 120)}, low,
-                          high, blues, kTickFont);
+  detail::draw_colour_bar(canvas, {bar_left, top, kMatrixBarWidth, std::max(matrix_height, 120)},
+                          low, high, blues, kTickFont);
   return detail::from_mat(canvas);
 }
 

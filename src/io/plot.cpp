@@ -16,10 +16,10 @@ namespace {
 
 using detail::Align;
 using detail::Font;
+using detail::kLabelFont;
+using detail::kTickFont;
+using detail::kTitleFont;
 
-const Font kTitleFont{/*scale=*/0.6, /*thickness=*/1};
-const Font kLabelFont{/*scale=*/0.5};
-const Font kTickFont{/*scale=*/0.45};
 const Font kLegendFont{/*scale=*/0.45};
 constexpr int kTickLength = 5;
 constexpr int kPad = 10;           // pixels around the panel's contents

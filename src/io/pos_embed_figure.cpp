@@ -18,15 +18,15 @@ namespace {
 
 using detail::Align;
 using detail::Font;
+using detail::kLabelFont;
+using detail::kTickFont;
+using detail::kTitleFont;
 
-const Font kTitleFont{/*scale=*/0.6};
-const Font kLabelFont{/*scale=*/0.5};
-const Font kTickFont{/*scale=*/0.45};
 const Font kCaptionFont{/*scale=*/0.45};
-constexpr int kPad = 14;
+constexpr int kPosEmbedPad = 14;
 constexpr int kTilesSide = 600;  // target pixels of the whole grid of tiles
-constexpr int kMaxCell = 40;
-constexpr int kBarWidth = 18;
+constexpr int kPosEmbedMaxCell = 40;
+constexpr int kPosEmbedBarWidth = 18;
 constexpr double kLow = -1.0, kHigh = 1.0;  // cosine range, fixed so pictures compare
 
 int64_t grid_side(const at::Tensor& similarity) {
@@ -62,7 +62,7 @@ at::Tensor render_pos_embed_similarity(const at::Tensor& similarity,
   const at::Tensor values =
       similarity.detach().to(torch::kCPU, torch::kDouble).nan_to_num(0.0).contiguous();
   const double* v = values.data_ptr<double>();
-  const int cell = std::clamp(kTilesSide / (g * g), 1, kMaxCell);
+  const int cell = std::clamp(kTilesSide / (g * g), 1, kPosEmbedMaxCell);
   const int tile = cell * g;
   const int gap = tile >= 24 ? 4 : 2;
   const int side = g * tile + (g - 1) * gap;
@@ -71,20 +71,22 @@ at::Tensor render_pos_embed_similarity(const at::Tensor& similarity,
   const int tick_height = detail::line_height(kTickFont);
   const int tick_width = detail::text_width(std::to_string(g), kTickFont);
   const int title_height = options.title.empty() ? 0 : detail::line_height(kTitleFont) + 10;
-  const int left = kPad + label_height + 8 + tick_width + 8;
-  const int top = kPad + title_height;
+  const int left = kPosEmbedPad + label_height + 8 + tick_width + 8;
+  const int top = kPosEmbedPad + title_height;
   const int bar_left = left + side + 24;
-  const int bar_label = bar_left + detail::colour_bar_width(kLow, kHigh, kBarWidth, kTickFont) + 10;
-  const int width = std::max(bar_label + label_height + kPad,
-                             detail::text_width(options.title, kTitleFont) + 2 * kPad);
+  const int bar_label =
+      bar_left + detail::colour_bar_width(kLow, kHigh, kPosEmbedBarWidth, kTickFont) + 10;
+  const int width = std::max(bar_label + label_height + kPosEmbedPad,
+                             detail::text_width(options.title, kTitleFont) + 2 * kPosEmbedPad);
   Font caption_font = kCaptionFont;
   const std::vector<std::string> caption =
-      options.caption.empty() ? std::vector<std::string>{}
-                              : detail::fit_text(options.caption, width - 2 * kPad, /*max_lines=*/3,
-                                                 /*min_scale=*/0.35, caption_font);
+      options.caption.empty()
+          ? std::vector<std::string>{}
+          : detail::fit_text(options.caption, width - 2 * kPosEmbedPad, /*max_lines=*/3,
+                             /*min_scale=*/0.35, caption_font);
   const int caption_height = static_cast<int>(caption.size()) * detail::line_height(caption_font);
   const int below = top + side + 6 + tick_height + 6 + label_height;
-  const int height = below + (caption.empty() ? 0 : 10 + caption_height) + kPad;
+  const int height = below + (caption.empty() ? 0 : 10 + caption_height) + kPosEmbedPad;
   cv::Mat canvas(height, width, CV_8UC3, detail::kWhite);
 
   // Tile (r, c) is row r*g + c of the matrix: patch (r, c) against every patch.
@@ -109,20 +111,20 @@ at::Tensor render_pos_embed_similarity(const at::Tensor& similarity,
   }
   detail::put_text(canvas, "input patch column", left + side / 2, top + side + 6 + tick_height + 6,
                    kLabelFont, detail::kBlack, Align::kCenter);
-  detail::put_text_vertical(canvas, "input patch row", kPad + label_height / 2, top + side / 2,
-                            kLabelFont, detail::kBlack);
+  detail::put_text_vertical(canvas, "input patch row", kPosEmbedPad + label_height / 2,
+                            top + side / 2, kLabelFont, detail::kBlack);
   if (!options.title.empty())
-    detail::put_text(canvas, options.title, width / 2, kPad, kTitleFont, detail::kBlack,
+    detail::put_text(canvas, options.title, width / 2, kPosEmbedPad, kTitleFont, detail::kBlack,
                      Align::kCenter);
 
-  detail::draw_colour_bar(canvas, {bar_left, top, kBarWidth, side}, kLow, kHigh, detail::viridis,
-                          kTickFont);
+  detail::draw_colour_bar(canvas, {bar_left, top, kPosEmbedBarWidth, side}, kLow, kHigh,
+                          detail::viridis, kTickFont);
   detail::put_text_vertical(canvas, "cosine similarity", bar_label + label_height / 2,
                             top + side / 2, kLabelFont, detail::kBlack);
 
   int y = below + 10;
   for (const std::string& line : caption) {
-    detail::put_text(canvas, line, kPad, y, caption_font, detail::kDarkGray);
+    detail::put_text(canvas, line, kPosEmbedPad, y, caption_font, detail::kDarkGray);
     y += detail::line_height(caption_font);
   }
   return detail::from_mat(canvas);

@@ -14,7 +14,7 @@ namespace {
 
 // Rows per parallel task in the forward: enough work to outweigh handing it
 // to a thread.
-constexpr int64_t kGrainRows = 64;
+constexpr int64_t kLayerNormGrainRows = 64;
 
 struct Normalized {
   torch::Tensor y, mean, rstd;  // y like x; mean and rstd float, one per row
@@ -32,7 +32,7 @@ Normalized forward_as(const torch::Tensor& x, const torch::Tensor& weight,
               *beta = bias.data_ptr<float>();
   T* out = n.y.data_ptr<T>();
   float *mean = n.mean.data_ptr<float>(), *rstd = n.rstd.data_ptr<float>();
-  at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows, kLayerNormGrainRows, [&](int64_t begin, int64_t end) {
     VIT_SIMD_DISPATCH(layer_norm_forward(in + begin * d, gamma, beta, out + begin * d, mean + begin,
                                          rstd + begin, end - begin, d, static_cast<float>(eps)));
   });

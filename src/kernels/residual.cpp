@@ -13,7 +13,7 @@ namespace {
 
 // Rows per parallel task in the forward: enough work to outweigh handing it
 // to a thread.
-constexpr int64_t kGrainRows = 64;
+constexpr int64_t kResidualGrainRows = 64;
 
 torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& y,
                              const torch::Tensor& bias) {
@@ -21,7 +21,7 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& y,
   auto z = torch::empty_like(x, at::MemoryFormat::Contiguous);
   const float *in = x.data_ptr<float>(), *b = bias.data_ptr<float>();
   float* out = z.data_ptr<float>();
-  at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows, kResidualGrainRows, [&](int64_t begin, int64_t end) {
     if (y.scalar_type() == torch::kBFloat16)
       VIT_SIMD_DISPATCH(biased_residual_forward(in + begin * d,
                                                 y.data_ptr<c10::BFloat16>() + begin * d, b,

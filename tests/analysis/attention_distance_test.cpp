@@ -12,7 +12,9 @@
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {
-namespace {
+// Named, not anonymous: the unity build compiles this file with others that
+// have helpers of the same names.
+namespace attention_distance_test {
 
 constexpr double kTol = 1e-4;
 const double kSqrt2 = std::sqrt(2.0);
@@ -205,5 +207,5 @@ TEST(AttentionDistance, RejectsBadInputs) {
   EXPECT_EQ(accumulator.images(), 1);
 }
 
-}  // namespace
+}  // namespace attention_distance_test
 }  // namespace vit

@@ -8,7 +8,9 @@
 #include "error_of.hpp"
 
 namespace vit {
-namespace {
+// Named, not anonymous: the unity build compiles this file with others that
+// have helpers of the same names.
+namespace filter_pca_test {
 
 using testing::error_of;
 
@@ -88,5 +90,5 @@ TEST(FilterPca, IdenticalFiltersGiveZeroShares) {
   EXPECT_TRUE(near(pca.explained_variance_ratio, torch::zeros({2}, torch::kDouble)));
 }
 
-}  // namespace
+}  // namespace filter_pca_test
 }  // namespace vit

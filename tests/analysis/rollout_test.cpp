@@ -12,7 +12,9 @@
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {
-namespace {
+// Named, not anonymous: the unity build compiles this file with others that
+// have helpers of the same names.
+namespace rollout_test {
 
 // Tokens are [class, p0, p1, p2, p3] for a 2x2 grid throughout.
 constexpr double kTol = 1e-6;
@@ -358,5 +360,5 @@ TEST(AttentionRollout, RejectsBadInputs) {
       "attention rollout: rollout matrix has shape [5, 5]; expected (B,N,N)");
 }
 
-}  // namespace
+}  // namespace rollout_test
 }  // namespace vit

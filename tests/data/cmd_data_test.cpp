@@ -44,9 +44,9 @@ TEST_F(CmdDataTest, PrintsTheJsonContractAndWritesSamples) {
              "-q"});
   EXPECT_TRUE(options->json);
   EXPECT_EQ(options->out, (root_ / "out").string());
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   EXPECT_EQ(cli.run(), 0);
-  const auto printed = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  const auto printed = nlohmann::json::parse(::testing::internal::GetCapturedStdout());
   EXPECT_EQ(printed.at("dataset"), "cifar10");
   EXPECT_EQ(printed.at("train"), 150);
   EXPECT_EQ(printed.at("val"), 50);

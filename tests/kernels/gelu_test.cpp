@@ -59,7 +59,7 @@ struct Values {
   torch::Tensor y, dx;
 };
 
-Values run(const torch::Tensor& x, const torch::Tensor& dy, bool libtorch) {
+Values run_gelu(const torch::Tensor& x, const torch::Tensor& dy, bool libtorch) {
   auto input = x.clone().requires_grad_();
   auto y = libtorch ? torch::gelu(input) : vit::gelu(input);
   y.backward(dy);
@@ -68,7 +68,7 @@ Values run(const torch::Tensor& x, const torch::Tensor& dy, bool libtorch) {
 
 // Where LibTorch's operators run: its values, forward and backward, to the bit.
 void expect_libtorchs_values(const torch::Tensor& x, const torch::Tensor& dy) {
-  const Values ours = run(x, dy, false), theirs = run(x, dy, true);
+  const Values ours = run_gelu(x, dy, false), theirs = run_gelu(x, dy, true);
   EXPECT_TRUE(ours.y.equal(theirs.y)) << testing::kernel_path();
   EXPECT_TRUE(ours.dx.equal(theirs.dx)) << testing::kernel_path();
 }
@@ -116,7 +116,7 @@ TEST(Gelu, GradientMatchesTheExactDerivative) {
       expect_libtorchs_values(x, dy);
       continue;
     }
-    const auto dx = run(x, dy, false).dx.to(torch::kDouble);
+    const auto dx = run_gelu(x, dy, false).dx.to(torch::kDouble);
     const auto exact = exact_gradient_of(x, dy);
     const double step = dtype == torch::kFloat ? 0 : 1.0 / 128;
     const auto bound =
@@ -137,13 +137,13 @@ TEST(Gelu, NonFiniteValuesGiveTheLimitOrNaN) {
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     const auto input = x.to(dtype);
     if (!testing::own_kernels_run()) {
-      const Values ours = run(input, torch::ones_like(input), false),
-                   theirs = run(input, torch::ones_like(input), true);
+      const Values ours = run_gelu(input, torch::ones_like(input), false),
+                   theirs = run_gelu(input, torch::ones_like(input), true);
       EXPECT_TRUE(torch::allclose(ours.y, theirs.y, 0, 0, /*equal_nan=*/true));
       EXPECT_TRUE(torch::allclose(ours.dx, theirs.dx, 0, 0, /*equal_nan=*/true));
       continue;
     }
-    const Values v = run(input, torch::ones_like(input), false);
+    const Values v = run_gelu(input, torch::ones_like(input), false);
     EXPECT_TRUE(torch::allclose(v.y.to(torch::kFloat), expected_y, /*rtol=*/0, /*atol=*/0,
                                 /*equal_nan=*/true))
         << v.y;

@@ -34,12 +34,12 @@ TEST(Linear, OneDnnRunsOnFp32CpuTensorsWhereTheBuildHasItAndNowhereElse) {
   }
 }
 
-struct Result {
+struct LinearResult {
   torch::Tensor y, dx, dw, db;
 };
 
-Result run(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-           const torch::Tensor& dy) {
+LinearResult run_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                        const torch::Tensor& dy) {
   auto xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
   auto bl = b.defined() ? b.detach().requires_grad_() : b;
   auto y = vit::linear(xl, wl, bl);
@@ -83,7 +83,7 @@ TEST(Linear, ForwardAndGradientsAreTheProductsInDoubleWithinFp32sBound) {
               const auto w = torch::randn({out, in}),
                          b = with_bias ? torch::randn({out}) : torch::Tensor();
               const auto dy = torch::randn({batch, x.size(1), out});
-              const auto r = run(x, w, b, dy);
+              const auto r = run_linear(x, w, b, dy);
 
               const auto xd = x.to(torch::kDouble), wd = w.to(torch::kDouble),
                          dyd = dy.to(torch::kDouble);
@@ -139,7 +139,7 @@ TEST(Linear, InputsInAnyLayoutGiveTheProductsOfTheirValues) {
 TEST(Linear, WithoutAGraphTheForwardIsTheSameToTheBit) {
   torch::manual_seed(3);
   const auto x = torch::randn({4, 65, 192}), w = torch::randn({576, 192}), b = torch::randn({576});
-  const auto trained = run(x, w, b, torch::ones({4, 65, 576})).y;
+  const auto trained = run_linear(x, w, b, torch::ones({4, 65, 576})).y;
   torch::Tensor evaluated, inferred;
   {
     torch::NoGradGuard no_grad;

@@ -32,8 +32,8 @@ struct Grads {
   torch::Tensor z, dx, dy, dbias;
 };
 
-Grads run(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& bias,
-          const torch::Tensor& dz) {
+Grads run_residual(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& bias,
+                   const torch::Tensor& dz) {
   auto xl = x.clone().requires_grad_(), yl = y.clone().requires_grad_(),
        bl = bias.clone().requires_grad_();
   auto z = add_biased_residual(xl, yl, bl);
@@ -58,7 +58,7 @@ TEST(BiasedResidual, ForwardIsAtensAndTheGradientsAreTheOutputsPassedSummedOrRou
                    bias = torch::randn({d}), dz = torch::randn({rows, d}) + 3;
         const std::string at = "d " + std::to_string(d) + ", rows " + std::to_string(rows) +
                                ", y " + c10::toString(y_dtype);
-        const auto g = run(x, y, bias, dz);
+        const auto g = run_residual(x, y, bias, dz);
         ASSERT_EQ(g.z.scalar_type(), torch::kFloat) << at;
         EXPECT_TRUE(g.z.equal(x + (y + bias))) << at;
         EXPECT_TRUE(g.dx.equal(dz)) << at;
