@@ -10,10 +10,11 @@
 # Contenders, each run as its own process, in turn, RUNS times:
 #   vit          ./build/vit train (or $VIT)
 #   loop         scripts/bench/pytorch_train.py on the PyTorch of vit's LibTorch
-#                line: Debian's python3-torch for a 1.13 build, with explicit
-#                attention; pip's torch for a 2.x build, with SDPA (vit's
-#                training path on each line)
+#                line (Debian's python3-torch for a 1.13 build, pip's torch
+#                for a 2.x build), with explicit attention: vit's CPU path on
+#                both lines
 #   loop-debian, loop-pip   the same loop on one line, whatever vit links
+#   loop-sdpa    the loop on pip's torch with F.scaled_dot_product_attention
 #   timm         timm's ViT, eager, on pip's torch (the pip line's environment)
 #   timm-compile the same under torch.compile
 #   gemm-floor   scripts/bench/gemm_floor.py: only the matrix products of each
@@ -90,7 +91,8 @@ run_one() {
       local py=$pip_python model=timm extra=() script=scripts/bench/pytorch_train.py
       [ "$who" = loop ] && who=loop-$vit_line
       [ "$who" = loop-debian ] && { py=/usr/bin/python3; model=manual; }
-      [ "$who" = loop-pip ] && model=sdpa
+      [ "$who" = loop-pip ] && model=manual
+      [ "$who" = loop-sdpa ] && model=sdpa
       [ "$who" = timm-compile ] && extra=(--compile)
       local job=(--root "$data" --model "$model" "${extra[@]}" ${profile:+--profile "$profile"})
       if [ "$who" = gemm-floor ]; then  # the products alone, on the PyTorch of vit's line

@@ -175,6 +175,21 @@ TEST(VisionTransformer, FusedAndExplicitAttentionAgree) {
   EXPECT_LT((fast - explicit_path).abs().max().item<double>(), 1e-5);
 }
 
+// On the CPU, training attention is the explicit path on both LibTorch lines:
+// SDPA's CPU kernel (LibTorch 2.x) made a training step twice as slow. So the
+// plain forward is the probabilities path to the bit; SDPA's would differ in
+// the last places.
+TEST(VisionTransformer, OnTheCpuAttentionIsTheExplicitPathToTheBit) {
+  torch::manual_seed(3);
+  Attention attn(small_config());
+  attn->eval();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({2, 17, small_config().dim});
+  AttentionCall with_probabilities;
+  with_probabilities.probabilities = true;
+  EXPECT_TRUE(attn->forward(x).equal(attn->attend(x, with_probabilities).out));
+}
+
 // On LibTorch < 2.0 forward() calls forward_with_attention(), so the test above
 // compares a path with itself. This one checks both against attention written
 // out by hand, one head at a time, from the qkv and proj weights.
