@@ -1,7 +1,8 @@
 #pragma once
-// What the map-drawing commands (`vit rollout`, `vit saliency`, `vit attention`)
-// share on the way out: file names for per-image PNGs, JSON rows of a map,
-// class names, and the captioned grid of original | overlay pictures.
+// What the commands share on the way out: tensors as JSON arrays, and for the
+// map-drawing ones (`vit rollout`, `vit saliency`, `vit attention`) file names
+// for per-image PNGs, JSON rows of a map, class names, and the captioned grid
+// of original | overlay pictures.
 #include <cstdint>
 #include <string>
 #include <vector>
