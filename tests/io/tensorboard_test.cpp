@@ -111,9 +111,10 @@ TEST_F(EventsFile, AnImageSummaryHoldsThePngWithItsSizeAndChannels) {
 
 TEST_F(EventsFile, BadInputIsAOneLineError) {
   EventsWriter writer = EventsWriter::create(dir_.string());
-  EXPECT_EQ(testing::error_of([&] { writer.png_image("x", "GIF89a not a png at all, really", 1); }),
-            "image summary 'x': not a PNG file");
-  EXPECT_EQ(testing::error_of([&] { EventsWriter::append((dir_ / "none").string()); }),
+  EXPECT_EQ(
+      vit::testing::error_of([&] { writer.png_image("x", "GIF89a not a png at all, really", 1); }),
+      "image summary 'x': not a PNG file");
+  EXPECT_EQ(vit::testing::error_of([&] { EventsWriter::append((dir_ / "none").string()); }),
             (dir_ / "none").string() + ": no such events file to add to");
 }
 
