@@ -26,7 +26,16 @@ struct Call {
   uint64_t thread;
 };
 
-const std::set<impl::ActivityType> kCpuOnly{impl::ActivityType::CPU};
+// On a machine with a GPU, the kernels too: their device time per step, named
+// "[gpu] KERNEL", beside the host's operator calls that launched them.
+std::set<impl::ActivityType> activities() {
+  if (torch::cuda::is_available()) return {impl::ActivityType::CPU, impl::ActivityType::CUDA};
+  return {impl::ActivityType::CPU};
+}
+
+// The GPU's work sits on "threads" of its own, one per stream, apart from
+// the host's (a kernel's time is all its own: none nest on a stream).
+constexpr uint64_t kGpuThreadBase = uint64_t{1} << 62;
 
 impl::ProfilerConfig config() {
   return impl::ProfilerConfig(impl::ProfilerState::KINETO);
@@ -126,8 +135,8 @@ StepProfiler::~StepProfiler() {
 
 void StepProfiler::before_step(int64_t step) {
   if (!active() || step != first_) return;
-  profiler::prepareProfiler(config(), kCpuOnly);
-  profiler::enableProfiler(config(), kCpuOnly);
+  profiler::prepareProfiler(config(), activities());
+  profiler::enableProfiler(config(), activities());
   recording_ = true;
 }
 
@@ -136,8 +145,16 @@ void StepProfiler::after_step(int64_t step) {
   const auto result = profiler::disableProfiler();
   recording_ = false;
   std::vector<Call> calls;
-  for (const auto& e : result->events())
-    if (e.deviceType() == c10::DeviceType::CPU) calls.push_back(call_of(e));
+  for (const auto& e : result->events()) {
+    if (e.deviceType() == c10::DeviceType::CPU) {
+      calls.push_back(call_of(e));
+    } else if (e.deviceType() == c10::DeviceType::CUDA) {
+      Call kernel = call_of(e);
+      kernel.name = "[gpu] " + kernel.name;
+      kernel.thread = kGpuThreadBase + e.deviceResourceId();
+      calls.push_back(kernel);
+    }
+  }
   write_profile(path_, calls, count_);
   spdlog::info("profile of steps {}..{}: {} (operator table), {}.trace.json", first_ + 1,
                first_ + count_, path_, path_);

@@ -3,9 +3,11 @@
 // FILE` records steps [first, first + count) of the run (after warm-up) and
 // writes FILE, a JSON table of every operator's calls, total and self time
 // per step, and FILE's Chrome trace beside it (FILE.trace.json, for
-// chrome://tracing or ui.perfetto.dev). Debian's LibTorch 1.13 is built
-// without Kineto, so the trace is assembled here from the profiler's events
-// rather than by LibTorch's own save().
+// chrome://tracing or ui.perfetto.dev). On a machine with a GPU the table
+// also holds each kernel's device time per step, as "[gpu] KERNEL" (the
+// training step runs eagerly while profiled: no CUDA graph). Debian's
+// LibTorch 1.13 is built without Kineto, so the trace is assembled here from
+// the profiler's events rather than by LibTorch's own save().
 #include <cstdint>
 #include <memory>
 #include <string>
