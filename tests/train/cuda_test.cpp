@@ -147,11 +147,11 @@ TEST_F(CudaTest, TwoGraphCapturedRunsInOneProcess) {
   }
 }
 
-// The first GPU session saw the tests that train with the graph finish their
-// work and then die of SIGSEGV: the process's exit (static destructors of
-// LibTorch's allocators, the autograd engine's device threads) is part of
-// what is tested here, so the runs go in a child process whose exit status
-// must be 0.
+// The tests that train died of SIGSEGV after their work, in TearDown's
+// remove_all (bound to libtorch.so's copy of std::filesystem; docs/gpu.md,
+// "The crash"). The end of the process (static destructors of LibTorch's
+// allocators, the autograd engine's device threads) is tested here too, so
+// the runs go in a child process whose exit status must be 0.
 TEST_F(CudaTest, TwoGraphCapturedRunsExitTheProcessCleanly) {
   fs::create_directories(dir_);
   const fs::path self = fs::read_symlink("/proc/self/exe");
