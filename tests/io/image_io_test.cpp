@@ -160,11 +160,15 @@ TEST_F(ImageIoTest, RefusesFormatsOutsideTheSupportedOnesBeforeDecoding) {
   const std::vector<uint8_t> riff = {'R', 'I', 'F', 'F', 4, 0, 0, 0, 'A', 'V', 'I', ' '};
   expect_error([&] { vit::io::decode_image(riff, 3, 2, "clip.avi"); }, "clip.avi: not a PNG");
   // Each supported format still decodes, to the same pixels where lossless.
+  // A minimal OpenCV (the GPU machine's kit: PNG, JPEG and BMP) skips the
+  // codecs it was built without.
   cv::Mat gray(2, 2, CV_8UC1, cv::Scalar(77));
-  for (const char* ext : {".png", ".bmp", ".tiff", ".pgm", ".webp", ".jpg"}) {
+  for (const std::string ext : {".png", ".bmp", ".tiff", ".pgm", ".webp", ".jpg"}) {
+    const bool optional = ext == ".tiff" || ext == ".pgm" || ext == ".webp";
+    if (optional && !cv::haveImageWriter("probe" + ext)) continue;
     std::vector<uint8_t> bytes;
     ASSERT_TRUE(cv::imencode(ext, gray, bytes)) << ext;
-    const at::Tensor image = vit::io::decode_image(bytes, 1, 0, std::string("gray") + ext);
+    const at::Tensor image = vit::io::decode_image(bytes, 1, 0, "gray" + ext);
     EXPECT_EQ(image.sizes(), (std::vector<int64_t>{1, 2, 2})) << ext;
     EXPECT_NEAR(image.to(torch::kFloat).mean().item<float>(), 77.0f, 2.0f) << ext;
   }
