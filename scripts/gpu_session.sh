@@ -1,46 +1,62 @@
 #!/usr/bin/env bash
 # The GPU work on a lent GPU machine (the workplace's `device` tool), in
-# stages that fit its calls of at most 10 minutes. Each stage prints its exit
-# status as it ends, and every call ends with a table of its stages.
+# stages that fit its calls of at most 10 minutes and a session's 15 minutes
+# of device time. Each stage prints its exit status as it ends, and every
+# call ends with a table of its stages.
 #
-# Here, once per session:   scripts/gpu_session.sh prepare
-#   fills .carry/ (git ignores it): ../shared/gpu/make-kit.sh's static OpenCV
-#   kit, Gloo's headers, GoogleTest's sources (the GPU image may lack them)
-#   and Fashion-MNIST's four .gz files (30 MB) in .carry/data.
-# There, with carry [".carry"], several stages per call:
-#   call 1: scripts/gpu_session.sh build pack diagnose
-#           builds OpenCV and vit (~6 min), packs vit and vit_tests into
-#           $OUT/bin.tar.xz.* (what comes back), then diagnoses the crash.
-#   Here, between calls:      scripts/gpu_session.sh unpack FILES_AT
-#           puts the parts that came back into .carry/bin/.
-#   call 2: scripts/gpu_session.sh unpack test test diagnose
-#   call 3: scripts/gpu_session.sh unpack bench
-#   call 4: scripts/gpu_session.sh unpack config
-#   (`unpack` there reads .carry/bin/, so each later call needs no build.)
+# Here, once per session (no device time; about 12 minutes on 2 cores):
+#   scripts/gpu_session.sh prepare build-here
+#   `prepare` fills .carry/ (git ignores it): ../shared/gpu/make-kit.sh's
+#   static OpenCV kit, Gloo's headers, GoogleTest's sources and Fashion-MNIST's
+#   four .gz files (30 MB) in .carry/data. `build-here` builds vit and vit_tests
+#   here against the device's LibTorch (pip's torch==$DEVICE_TORCH, CUDA 13,
+#   fetched from PyPI) and packs them into .carry/bin, with the two shared
+#   libraries the device lacks (spdlog, fmt) in .carry/lib.
+# There, with carry [".carry/bin", ".carry/lib", ".carry/data"], in one call:
+#   scripts/gpu_session.sh unpack diagnose test test config bench
+#   (`unpack` there puts .carry/bin's binaries in $BUILD and points the loader
+#   at the device's LibTorch and CUDA libraries.)
+# Where nothing can be built here, build there instead (about 6 minutes of
+# device time), with carry [".carry"]:
+#   scripts/gpu_session.sh build pack diagnose ...
+#   and here, between calls:  scripts/gpu_session.sh unpack FILES_AT
 # Stages:
-#   build     OpenCV + vit + vit_tests into $BUILD (/tmp/vit-cuda)
-#   pack      $BUILD's vit and vit_tests, xz-compressed, in parts of 15 MiB, to $OUT
-#   unpack    here: DIR's parts (the device tool's files_at) to .carry/bin/;
-#             there: .carry/bin/'s parts back into $BUILD
-#   diagnose  the CUDA-graph crash, most decisive first: one graph test alone,
-#             its exit status and whether it passed before dying; cuda-gdb's
-#             backtrace of every thread; the test again without the autograd
-#             engine's shutdown wait and with vit's malloc settings; `vit train`
-#             on the tests' shapes with and without the graph; compute-sanitizer
-#   test      every Cuda and Device test, each in a process of its own (as
-#             ctest runs them), with its exit status
-#   bench     scripts/bench/gpu.sh (ROWS, RUNS), with and without the graph
-#   config    configs/fashion-mnist-gpu.json, timed, its curve and summary
+#   prepare    here: the kit in .carry/ (above)
+#   build-here here: vit and vit_tests for the device, into .carry/bin and .carry/lib
+#   build      there: OpenCV + vit + vit_tests into $BUILD (build-device/)
+#   pack       $BUILD's vit and vit_tests, xz-compressed, in parts of 15 MiB, to $OUT
+#   unpack     here: DIR's parts (the device tool's files_at) to .carry/bin/;
+#              there: .carry/bin/'s parts back into $BUILD
+#   diagnose   the CUDA-graph crash, most decisive first: one graph test alone,
+#              its exit status and whether it passed before dying; where it
+#              failed, cuda-gdb's backtrace of every thread, the test again
+#              without the autograd engine's shutdown wait and with vit's malloc
+#              settings, and compute-sanitizer; then `vit train` on the tests'
+#              shapes with and without the graph, with their exit statuses
+#   test       every Cuda and Device test, each in a process of its own (as
+#              ctest runs them), JOBS (4) at a time, with its exit status
+#   config     configs/fashion-mnist-gpu.json (with CONFIG_SET's overrides), timed
+#              (at most CONFIG_LIMIT s), its curve and summary
+#   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
+#              again without the graph (EAGER_RUNS), at most BENCH_LIMIT s each
+# A stage that would start after DEADLINE seconds is skipped.
 # The device tool brings back at most 8 files from $OUT: the binaries' parts
 # and one $OUT/logs.tar.xz of every log and result ($LOGS), made at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 OUT=${OUT:-/tmp/vit-gpu-out}
-BUILD=${BUILD:-/tmp/vit-cuda}
+# The build's folder is the same path under the project here and there: the
+# tests find vit by the path it was built at (unpack links that path there).
+BUILD=${BUILD:-$PWD/build-device}
 LOGS=${LOGS:-/tmp/vit-gpu-logs}
 export BUILD
 mkdir -p "$OUT" "$LOGS"
+# An earlier call's unpack found the device's libraries.
+# shellcheck disable=SC1091
+[ -f "$BUILD/loader-path.sh" ] && . "$BUILD/loader-path.sh"
+DEVICE_TORCH=${DEVICE_TORCH:-2.11.0}  # the device image's pip torch (CUDA 13.0)
 results=()  # "stage|status|seconds"
+last_status=0
 test_round=0
 
 prepare() {
@@ -51,6 +67,67 @@ prepare() {
     cp -r /usr/src/googletest .carry/googletest &&
     cp /usr/share/datasets/fashion-mnist/*.gz .carry/data/ || return
   du -sh .carry
+}
+
+# A static OpenCV (core, imgproc, imgcodecs) from the kit's pruned source, as
+# build-on-device.sh builds it there: the device has no OpenCV.
+static_opencv() {  # PREFIX
+  local kit=$PWD/.carry/deps/usr src build w
+  local libs=$kit/lib/x86_64-linux-gnu flags=()
+  src=$(mktemp -d) build=$(mktemp -d)
+  tar -xJf .carry/ocv.tar.xz -C "$src" || return
+  for w in TIFF WEBP OPENJPEG JASPER OPENEXR SPNG IMGCODEC_HDR IMGCODEC_SUNRASTER IMGCODEC_PXM \
+    IMGCODEC_PFM IPP ITT OPENCL CUDA EIGEN LAPACK PROTOBUF GTK QT GDAL GDCM ADE FFMPEG GSTREAMER \
+    V4L 1394 VA VA_INTEL TBB OPENMP QUIRC CAROTENE; do
+    flags+=("-DWITH_$w=OFF")
+  done
+  cmake -S "$src/ocv" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$1" \
+    -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_LIST=core,imgproc,imgcodecs \
+    -DBUILD_TESTS=OFF -DBUILD_PERF_TESTS=OFF -DBUILD_EXAMPLES=OFF -DBUILD_opencv_apps=OFF \
+    -DBUILD_JAVA=OFF -DBUILD_opencv_python3=OFF -DBUILD_ZLIB=OFF -DBUILD_PNG=OFF -DBUILD_JPEG=OFF \
+    -DWITH_PNG=ON -DWITH_JPEG=ON -DWITH_PTHREADS_PF=ON "${flags[@]}" -DOPENCV_GENERATE_PKGCONFIG=OFF \
+    -DZLIB_INCLUDE_DIR="$kit/include" -DZLIB_LIBRARY="$libs/libz.a" \
+    -DPNG_PNG_INCLUDE_DIR="$kit/include/libpng16" -DPNG_LIBRARY="$libs/libpng16.a" \
+    -DJPEG_INCLUDE_DIR="$kit/include;$kit/include/x86_64-linux-gnu" -DJPEG_LIBRARY="$libs/libjpeg.a" \
+    >"$build.log" 2>&1 && cmake --build "$build" >>"$build.log" 2>&1 &&
+    cmake --install "$build" >>"$build.log" 2>&1 || { tail -30 "$build.log"; return 1; }
+  rm -rf "$src" "$build" "$build.log"
+}
+
+# Here: vit and vit_tests for the device, built against the LibTorch of the
+# pip wheel it has (only the wheel's torch/ folder: the CUDA libraries it
+# loads are the device's own, hence --allow-shlib-undefined: the wheel's
+# libraries need cuDNN, cuSPARSELt and NVSHMEM, which are not here), a static
+# OpenCV, and no downloads (the device lacks libcurl, libarchive and
+# libcrypto). Spends no device time at all.
+build_here() {
+  local cache=${VIT_CACHE:-$HOME/.cache/vit} dir=$BUILD wheels
+  local torch=$cache/torch-$DEVICE_TORCH-wheel ocv=$cache/opencv-static kit=$PWD/.carry/deps/usr
+  [ -f .carry/ocv.tar.xz ] || { echo "build-here: no kit in .carry (run prepare first)"; return 1; }
+  if [ ! -f "$torch/torch/share/cmake/Torch/TorchConfig.cmake" ]; then
+    wheels=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+      --platform manylinux_2_28_x86_64 -d "$wheels" "torch==$DEVICE_TORCH" &&
+      mkdir -p "$torch" &&
+      unzip -q -o "$wheels"/torch-*.whl 'torch/lib/*' 'torch/include/*' 'torch/share/*' -d "$torch" ||
+      return
+    rm -rf "$wheels"
+  fi
+  ls "$ocv"/lib*/libopencv_core.a >/dev/null 2>&1 || static_opencv "$ocv" || return
+  mkdir -p "$dir" .carry/bin
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch/torch" \
+    -DOpenCV_DIR="$(dirname "$(find "$ocv" -name OpenCVConfig.cmake | head -1)")" \
+    -DZLIB_INCLUDE_DIR="$kit/include" -DZLIB_LIBRARY="$kit/lib/x86_64-linux-gnu/libz.a" \
+    -DCMAKE_DISABLE_FIND_PACKAGE_CURL=TRUE -DCMAKE_DISABLE_FIND_PACKAGE_LibArchive=TRUE \
+    -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=TRUE -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
+    >"$dir/build-here.log" 2>&1 || { tail -30 "$dir/build-here.log"; return 1; }
+  cmake --build "$dir" -j "$(nproc)" --target vit vit_tests >>"$dir/build-here.log" 2>&1 ||
+    { grep -m10 -A6 "error" "$dir/build-here.log"; return 1; }
+  BUILD=$dir OUT=.carry/bin pack || return
+  # The shared libraries of Debian's that the device's image lacks.
+  rm -rf .carry/lib && mkdir -p .carry/lib &&
+    ldd "$dir/vit" "$dir/vit_tests" | awk '/libspdlog|libfmt/ {print $3}' | sort -u |
+    xargs -r cp -L -t .carry/lib && ls .carry/lib
 }
 
 build() {
@@ -90,6 +167,15 @@ unpack() {
   local built_in
   built_in=$(cat "$BUILD/source-dir.txt")
   [ "$built_in" = "$PWD" ] || { mkdir -p "$(dirname "$built_in")" && ln -sfn "$PWD" "$built_in"; }
+  # Binaries built here (build-here) find the device's LibTorch, its CUDA
+  # libraries and .carry/lib's through the loader's path.
+  local site
+  site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))') || return
+  LD_LIBRARY_PATH=$PWD/.carry/lib:$site/torch/lib:$(find "$site/nvidia" -maxdepth 3 -name lib -type d |
+    paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+  echo "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >"$BUILD/loader-path.sh"  # for commands after this script
+  ! ldd "$BUILD/vit" "$BUILD/vit_tests" | grep "not found" || return
   "$BUILD/vit" --version
 }
 
@@ -100,6 +186,7 @@ step() {  # NAME COMMAND...
   echo "== $name: $*"
   "$@"
   status=$?
+  last_status=$status
   echo "== $name: exit status $status ($((SECONDS - start)) s)"
   results+=("$name|$status|$((SECONDS - start))")
   return 0
@@ -137,34 +224,49 @@ tiny_train() {  # GRAPH(true|false)
 diagnose() {
   local graph_test=CudaTest.TheCudaGraphTrainsLikeTheEagerStep
   step "alone" one_test "$graph_test"
-  if command -v cuda-gdb >/dev/null; then
-    step "cuda-gdb" timeout 300 cuda-gdb -batch -ex run -ex bt -ex "info threads" \
-      -ex "thread apply all bt" --args "$BUILD/vit_tests" --gtest_filter="$graph_test" \
-      >"$LOGS/cuda-gdb.log" 2>&1
-    grep -B2 -A40 "received signal\|SIGSEGV" "$LOGS/cuda-gdb.log" | head -120
+  if [ "$last_status" -ne 0 ]; then  # the crash is there: find where
+    if command -v cuda-gdb >/dev/null; then
+      # The stack's words, named: a frame gdb cannot unwind (a jump to 0,
+      # say) still shows who called it.
+      step "cuda-gdb" timeout 240 cuda-gdb -batch -ex "set pagination off" -ex run -ex bt \
+        -ex 'x/24a $sp' -ex 'info symbol *(void**)$sp' -ex "thread apply all bt 12" \
+        --args "$BUILD/vit_tests" --gtest_filter="$graph_test" >"$LOGS/cuda-gdb.log" 2>&1
+      grep -A40 "received signal" "$LOGS/cuda-gdb.log" | head -80
+    fi
+    step "no-shutdown-wait" one_test "$graph_test" TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT=0
+    # vit's own settings (src/allocator.cpp), which the tests' process lacks.
+    step "vit-malloc" one_test "$graph_test" MALLOC_MMAP_THRESHOLD_=33554432 \
+      MALLOC_TRIM_THRESHOLD_=1073741824
+    if command -v compute-sanitizer >/dev/null; then
+      step "memcheck" timeout 150 compute-sanitizer --tool memcheck --print-limit 20 \
+        "$BUILD/vit_tests" --gtest_filter="$graph_test" >"$LOGS/memcheck.log" 2>&1
+      grep -m20 "ERROR SUMMARY\|Invalid\|========= " "$LOGS/memcheck.log"
+    fi
   fi
-  step "no-shutdown-wait" one_test "$graph_test" TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT=0
-  # vit's own settings (src/allocator.cpp), which the tests' process lacks.
-  step "vit-malloc" one_test "$graph_test" MALLOC_MMAP_THRESHOLD_=33554432 \
-    MALLOC_TRIM_THRESHOLD_=1073741824
   step "vit-train-graph" tiny_train true
   step "vit-train-eager" tiny_train false
   tail -4 "$LOGS/tiny-true.log" "$LOGS/tiny-false.log"
-  if command -v compute-sanitizer >/dev/null; then
-    step "memcheck" timeout 420 compute-sanitizer --tool memcheck --print-limit 20 \
-      "$BUILD/vit_tests" --gtest_filter="$graph_test" >"$LOGS/memcheck.log" 2>&1
-    grep -m20 "ERROR SUMMARY\|Invalid\|========= " "$LOGS/memcheck.log"
-  fi
 }
 
+# Every Cuda and Device test, each in a process of its own, JOBS at a time
+# (small models: several share the GPU well); their lines print in order.
 gpu_tests() {
-  local failed=0 test
+  local failed=0 i=0 j test round
   test_round=$((test_round + 1))
+  round=$LOGS/round-$test_round
+  mkdir -p "$round"
   for test in $("$BUILD/vit_tests" --gtest_list_tests --gtest_filter='Cuda*:Device*' |
     awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}'); do
-    one_test "$test" || failed=$((failed + 1))
+    while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-4}" ]; do wait -n; done
+    (one_test "$test" >"$round/$i.txt" 2>&1; echo $? >"$round/$i.status") &
+    i=$((i + 1))
   done
-  echo "tests, round $test_round: $failed failed"
+  wait
+  for ((j = 0; j < i; j++)); do
+    cat "$round/$j.txt"
+    [ "$(cat "$round/$j.status")" = 0 ] || failed=$((failed + 1))
+  done
+  echo "tests, round $test_round: $i run, $failed failed"
   return $failed
 }
 
@@ -172,24 +274,29 @@ bench() {
   nvidia-smi | tee "$LOGS/nvidia-smi.txt"
   # shellcheck disable=SC2086
   DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${RUNS:-3} WORK=/tmp/vit-bench-gpu \
-    scripts/bench/gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench.log"
+    timeout -s INT "${BENCH_LIMIT:-420}" scripts/bench/gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench.log"
   local status=$?
   cp /tmp/vit-bench-gpu/results.jsonl "$LOGS/bench-results.jsonl"
-  # The same rows with the step launched op by op: what the graph is worth.
+  # vit's rows with the step launched op by op: what the graph is worth.
   # shellcheck disable=SC2086
-  DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${RUNS:-3} WORK=/tmp/vit-bench-gpu-eager \
-    CONTENDERS=vit VIT_SET="train.cuda_graph=false" scripts/bench/gpu.sh ${ROWS:-} 2>&1 |
-    tee "$LOGS/bench-eager.log"
+  DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${EAGER_RUNS:-${RUNS:-3}} WORK=/tmp/vit-bench-gpu-eager \
+    CONTENDERS=vit VIT_SET="train.cuda_graph=false" \
+    timeout -s INT "${BENCH_LIMIT:-420}" scripts/bench/gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench-eager.log"
+  cp /tmp/vit-bench-gpu-eager/results.jsonl "$LOGS/bench-eager-results.jsonl"
   return $((status + $?))
 }
 
+# The GPU recipe, stopped (as Ctrl-C stops it: a checkpoint and the summary)
+# after CONFIG_LIMIT seconds; CONFIG_SET="key=value ..." overrides its settings.
 config() {
-  local run=/tmp/vit-gpu-config
+  local run=/tmp/vit-gpu-config sets=() s
+  # shellcheck disable=SC2086
+  for s in ${CONFIG_SET:-}; do sets+=(--set "$s"); done
   rm -rf "$run"
-  "$BUILD/vit" train --config configs/fashion-mnist-gpu.json --set "data.root=$PWD/.carry/data" \
-    --device cuda --out "$run" 2>&1 | tee "$LOGS/config.log"
+  timeout -s INT -k 30 "${CONFIG_LIMIT:-240}" "$BUILD/vit" train --config configs/fashion-mnist-gpu.json \
+    --set "data.root=$PWD/.carry/data" "${sets[@]}" --device cuda --out "$run" 2>&1 | tee "$LOGS/config.log"
   local status=$?
-  cp "$run/metrics.csv" "$run/summary.json" "$LOGS/" 2>/dev/null
+  cp "$run/metrics.csv" "$run/metrics.jsonl" "$run/summary.json" "$LOGS/" 2>/dev/null
   return $status
 }
 
@@ -197,8 +304,16 @@ config() {
 while [ $# -gt 0 ]; do
   stage=$1
   shift
+  # DEADLINE (seconds since the start): later stages are skipped, so the call
+  # ends, with its logs and table, inside the device tool's limit.
+  if [ -n "${DEADLINE:-}" ] && [ "$SECONDS" -ge "$DEADLINE" ]; then
+    echo "== $stage: skipped, past DEADLINE=$DEADLINE s"
+    results+=("$stage|skipped|0")
+    continue
+  fi
   case "$stage" in
     prepare) step prepare prepare ;;
+    build-here) step build-here build_here ;;
     build) step build build ;;
     pack) step pack pack ;;
     unpack)
@@ -213,7 +328,7 @@ while [ $# -gt 0 ]; do
     test) step test gpu_tests ;;
     bench) step bench bench ;;
     config) step config config ;;
-    *) echo "gpu_session: unknown stage '$stage' (known: prepare build pack unpack diagnose test bench config)" >&2
+    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench config)" >&2
        exit 2 ;;
   esac
 done
