@@ -80,11 +80,17 @@ run_one() {
     vit)
       local out=$WORK/vit-$model-$batch-$run
       rm -rf "$out"
+      # As many steps as timm's (WARMUP + STEPS): Fashion-MNIST's 60,000
+      # training images less the 1,024 held out are one epoch of 115 steps at
+      # batch 512, so a large batch trains several epochs.
+      local images=$(((WARMUP + STEPS) * batch)) train_images=58976
+      local epochs=$(((images + train_images - 1) / train_images))
       local sets=(model.patch_size=$patch model.dim=$dim model.depth=$depth model.heads=$heads
-                  model.mlp_dim=$mlp train.batch_size=$batch train.epochs=1
+                  model.mlp_dim=$mlp train.batch_size=$batch train.epochs=$epochs
                   train.validate_every=$WARMUP train.early_stop_patience=0
                   train.warmup_epochs=0.1 data.root=$DATA data.val_size=1024
-                  data.limit_train=$(((WARMUP + STEPS) * batch)) data.limit_test=1024)
+                  data.limit_train=$((images < train_images ? images : train_images))
+                  data.limit_test=1024)
       # shellcheck disable=SC2206
       sets+=(${VIT_SET:-})
       local args=()
