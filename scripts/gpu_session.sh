@@ -4,7 +4,7 @@
 # of device time. Each stage prints its exit status as it ends, and every
 # call ends with a table of its stages.
 #
-# Here, once per session (no device time; about 12 minutes on 2 cores):
+# Here, once per session (no device time; about 9 minutes on 2 cores):
 #   scripts/gpu_session.sh prepare build-here
 #   `prepare` fills .carry/ (git ignores it): ../shared/gpu/make-kit.sh's
 #   static OpenCV kit, Gloo's headers, GoogleTest's sources and Fashion-MNIST's
@@ -13,7 +13,7 @@
 #   fetched from PyPI) and packs them into .carry/bin, with the two shared
 #   libraries the device lacks (spdlog, fmt) in .carry/lib.
 # There, with carry [".carry/bin", ".carry/lib", ".carry/data"], in one call:
-#   scripts/gpu_session.sh unpack diagnose test test config bench
+#   scripts/gpu_session.sh unpack diagnose test test profile bench config
 #   (`unpack` there puts .carry/bin's binaries in $BUILD and points the loader
 #   at the device's LibTorch and CUDA libraries.)
 # Where nothing can be built here, build there instead (about 6 minutes of
@@ -35,6 +35,7 @@
 #              shapes with and without the graph, with their exit statuses
 #   test       every Cuda and Device test, each in a process of its own (as
 #              ctest runs them), JOBS (4) at a time, with its exit status
+#   profile    the p4d384/512 step's GPU kernels, grouped (scripts/bench/gpu_kernels.py)
 #   config     configs/fashion-mnist-gpu.json (with CONFIG_SET's overrides), timed
 #              (at most CONFIG_LIMIT s), its curve and summary
 #   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
@@ -286,6 +287,18 @@ bench() {
   return $((status + $?))
 }
 
+# Where the p4d384/512 row's step goes: its kernels, grouped (eager: a
+# profiled step runs without the graph).
+profile() {
+  "$BUILD/vit" train --config configs/fashion-mnist.json --device cuda --out /tmp/vit-gpu-profile \
+    --set "data.root=$PWD/.carry/data" --set model.patch_size=4 --set model.dim=384 \
+    --set model.depth=12 --set model.heads=6 --set model.mlp_dim=1536 --set train.batch_size=512 \
+    --set data.limit_train=16000 --set data.val_size=1000 --set data.limit_test=1000 \
+    --set train.epochs=1 --profile "$LOGS/p4d384.json" --profile-steps 5 >"$LOGS/profile.log" 2>&1 ||
+    { tail -5 "$LOGS/profile.log"; return 1; }
+  python3 scripts/bench/gpu_kernels.py "$LOGS/p4d384.json" --top 12
+}
+
 # The GPU recipe, stopped (as Ctrl-C stops it: a checkpoint and the summary)
 # after CONFIG_LIMIT seconds; CONFIG_SET="key=value ..." overrides its settings.
 config() {
@@ -328,7 +341,8 @@ while [ $# -gt 0 ]; do
     test) step test gpu_tests ;;
     bench) step bench bench ;;
     config) step config config ;;
-    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench config)" >&2
+    profile) step profile profile ;;
+    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench config profile)" >&2
        exit 2 ;;
   esac
 done
