@@ -152,7 +152,10 @@ pack() {
   [ -x "$BUILD/vit" ] && [ -x "$BUILD/vit_tests" ] || { echo "pack: no build in $BUILD"; return 1; }
   rm -f "$OUT"/bin.tar.xz.*
   pwd > "$BUILD/source-dir.txt"
-  tar -C "$BUILD" -cf - vit vit_tests source-dir.txt | xz -T0 -6 | split -b 15M -d - "$OUT/bin.tar.xz."
+  sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$(sed -n 's/^Torch_DIR:PATH=//p' \
+    "$BUILD/CMakeCache.txt")/TorchConfigVersion.cmake" 2>/dev/null >"$BUILD/torch-version.txt"
+  tar -C "$BUILD" -cf - vit vit_tests source-dir.txt torch-version.txt | xz -T0 -6 |
+    split -b 15M -d - "$OUT/bin.tar.xz."
   ls -l "$OUT"/bin.tar.xz.*
 }
 
@@ -170,8 +173,17 @@ unpack() {
   [ "$built_in" = "$PWD" ] || { mkdir -p "$(dirname "$built_in")" && ln -sfn "$PWD" "$built_in"; }
   # Binaries built here (build-here) find the device's LibTorch, its CUDA
   # libraries and .carry/lib's through the loader's path.
-  local site
+  local site built_for there
   site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))') || return
+  # LibTorch's C++ ABI changes between versions: binaries built for another
+  # one fail in ways that look like our bugs.
+  built_for=$(cat "$BUILD/torch-version.txt" 2>/dev/null)
+  there=$(python3 -c 'import torch; print(torch.__version__.split("+")[0])')
+  if [ -n "$built_for" ] && [ "$built_for" != "$there" ]; then
+    echo "unpack: the binaries were built for LibTorch $built_for, this machine has $there:" \
+      "rebuild here with DEVICE_TORCH=$there scripts/gpu_session.sh build-here"
+    return 1
+  fi
   LD_LIBRARY_PATH=$PWD/.carry/lib:$site/torch/lib:$(find "$site/nvidia" -maxdepth 3 -name lib -type d |
     paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LD_LIBRARY_PATH
