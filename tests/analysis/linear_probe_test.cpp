@@ -43,6 +43,9 @@ TEST(LinearProbe, IsDeterministic) {
 
 TEST(LinearProbe, AHugePenaltyLeavesTheClassFrequencies) {
   // With W forced to ~0, the best bias gives softmax(b) = the label frequencies.
+  // How close L-BFGS gets depends on the features (0.6 +- 1.6e-3 was seen
+  // once with unseeded ones): fixed features keep the check repeatable.
+  torch::manual_seed(2);
   const auto x = torch::randn({10, 3});
   const auto y = torch::tensor({0, 0, 0, 0, 0, 0, 1, 1, 1, 2}, torch::kLong);
   const LinearProbe probe = fit_linear_probe(x, y, 3, 1e6);
