@@ -1,5 +1,8 @@
 #include "vit/kernels/gelu.hpp"
 
+#include <algorithm>
+#include <utility>
+
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
@@ -65,7 +68,92 @@ class OwnGelu : public torch::autograd::Function<OwnGelu> {
   }
 };
 
+// Rows of (h + bias) per parallel task in the forward.
+constexpr int64_t kBiasedGeluGrainRows = 16;
+
+template <typename T>
+torch::Tensor biased_forward_as(const torch::Tensor& h, const torch::Tensor& bias) {
+  const int64_t d = h.size(-1), rows = h.numel() / d;
+  auto y = torch::empty_like(h, at::MemoryFormat::Contiguous);
+  const T* in = h.data_ptr<T>();
+  const float* b = bias.data_ptr<float>();
+  T* out = y.data_ptr<T>();
+  at::parallel_for(0, rows, kBiasedGeluGrainRows, [&](int64_t begin, int64_t end) {
+    VIT_SIMD_DISPATCH(gelu_biased_forward(in + begin * d, b, out + begin * d, end - begin, d));
+  });
+  return y;
+}
+
+torch::Tensor biased_forward_kernel(const torch::Tensor& h, const torch::Tensor& bias) {
+  return h.scalar_type() == torch::kFloat ? biased_forward_as<float>(h, bias)
+                                          : biased_forward_as<c10::BFloat16>(h, bias);
+}
+
+// dh, and the bias's gradient: one block of rows per thread, each summing its
+// share into a row of its own, the shares added at the end (as the biased
+// residual's backward does).
+template <typename T>
+std::pair<torch::Tensor, torch::Tensor> biased_backward_as(const torch::Tensor& dy,
+                                                           const torch::Tensor& h,
+                                                           const torch::Tensor& bias) {
+  const int64_t d = h.size(-1), rows = h.numel() / d;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
+  auto dh = torch::empty_like(h, at::MemoryFormat::Contiguous);
+  auto shares = torch::zeros({blocks, d}, bias.options());
+  const T *grad = dy.data_ptr<T>(), *in = h.data_ptr<T>();
+  const float* b = bias.data_ptr<float>();
+  T* out = dh.data_ptr<T>();
+  float* sums = shares.data_ptr<float>();
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t block = first; block < last; ++block) {
+      const int64_t begin = rows * block / blocks, end = rows * (block + 1) / blocks;
+      VIT_SIMD_DISPATCH(gelu_biased_backward(grad + begin * d, in + begin * d, b, out + begin * d,
+                                             sums + block * d, end - begin, d));
+    }
+  });
+  return {dh, shares.sum(/*dim=*/0)};
+}
+
+// Applied to (h, bias): saves both, as the backward recomputes h + bias.
+class OwnBiasedGelu : public torch::autograd::Function<OwnBiasedGelu> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& bias) {
+    ctx->save_for_backward({h, bias});
+    return biased_forward_kernel(h, bias);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    RECORD_FUNCTION("vit::gelu_biased_backward", std::vector<c10::IValue>({grads[0]}));
+    const auto saved = ctx->get_saved_variables();
+    const auto &h = saved[0], &bias = saved[1];
+    const auto dy = grads[0].to(h.scalar_type()).contiguous();
+    auto [dh, dbias] = h.scalar_type() == torch::kFloat
+                           ? biased_backward_as<float>(dy, h, bias)
+                           : biased_backward_as<c10::BFloat16>(dy, h, bias);
+    return {ctx->needs_input_grad(0) ? dh : torch::Tensor(),
+            ctx->needs_input_grad(1) ? dbias : torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+bool gelu_with_bias_uses_own_kernel(const torch::Tensor& bias, const torch::Tensor& h) {
+  const bool bias_fits = bias.defined() && detail::is_contiguous_on_cpu(bias) &&
+                         bias.scalar_type() == torch::kFloat && bias.dim() == 1 && bias.size(0) > 0;
+  if (!h.defined()) return bias_fits && detail::simd_level() != detail::SimdLevel::kNone;
+  return bias_fits && gelu_uses_own_kernel(h) && h.dim() >= 1 && h.size(-1) == bias.size(0);
+}
+
+torch::Tensor gelu_with_bias(const torch::Tensor& h, const torch::Tensor& bias) {
+  RECORD_FUNCTION("vit::gelu_biased", std::vector<c10::IValue>({h}));  // for the step profiler
+  if (!gelu_with_bias_uses_own_kernel(bias, h)) return torch::gelu(h + bias.to(h.scalar_type()));
+  const bool needs_graph =
+      torch::GradMode::is_enabled() && (h.requires_grad() || bias.requires_grad());
+  if (needs_graph) return OwnBiasedGelu::apply(h, bias);
+  return biased_forward_kernel(h, bias);
+}
 
 bool gelu_uses_own_kernel(const torch::Tensor& x) {
   return detail::simd_level() != detail::SimdLevel::kNone && detail::is_contiguous_on_cpu(x) &&

@@ -72,6 +72,13 @@ torch::Tensor add_linear(const torch::Tensor& residual, const torch::nn::Linear&
   return add_biased_residual(residual, vit::linear(x, compute_weight(layer->weight)), layer->bias);
 }
 
+// fc1 and the GELU after it. Where our GELU kernel runs, fc1's bias is added
+// inside it (kernels/gelu.hpp) rather than by the product.
+torch::Tensor linear_gelu(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  if (!gelu_with_bias_uses_own_kernel(layer->bias)) return vit::gelu(linear(layer, x));
+  return gelu_with_bias(vit::linear(x, compute_weight(layer->weight)), layer->bias);
+}
+
 }  // namespace
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
@@ -202,11 +209,11 @@ MlpImpl::MlpImpl(const ModelConfig& cfg) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return drop(linear(fc2, drop(vit::gelu(linear(fc1, x)))));  // (B, N, M) inside, (B, N, D) out
+  return drop(linear(fc2, drop(linear_gelu(fc1, x))));  // (B, N, M) inside, (B, N, D) out
 }
 
 torch::Tensor MlpImpl::forward_onto(const torch::Tensor& residual, const torch::Tensor& x) {
-  return add_linear(residual, fc2, drop, drop(vit::gelu(linear(fc1, x))));
+  return add_linear(residual, fc2, drop, drop(linear_gelu(fc1, x)));
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg) {

@@ -160,5 +160,99 @@ TEST(Gelu, StridedInputGetsTorchsValues) {
   EXPECT_TRUE(torch::equal(vit::gelu(x), torch::gelu(x)));
 }
 
+// gelu_with_bias against the unfused composition gelu(h + bias), forward and
+// backward, h (rows, d) in `dtype` and the bias fp32.
+struct BiasedValues {
+  torch::Tensor y, dh, dbias;
+};
+
+BiasedValues run_biased_gelu(const torch::Tensor& h, const torch::Tensor& bias,
+                             const torch::Tensor& dy, bool fused) {
+  auto input = h.clone().requires_grad_();
+  auto b = bias.clone().requires_grad_();
+  auto y = fused ? gelu_with_bias(input, b) : vit::gelu(input + b.to(h.scalar_type()));
+  y.backward(dy);
+  return {y.detach(), input.grad(), b.grad()};
+}
+
+TEST(GeluWithBias, OwnKernelRunsOnlyForAContiguousFloatBiasOfTheRowsSize) {
+  const auto h = torch::randn({4, 6}), bias = torch::randn({6});
+  EXPECT_EQ(gelu_with_bias_uses_own_kernel(bias, h), testing::own_kernels_run());
+  EXPECT_EQ(gelu_with_bias_uses_own_kernel(bias), testing::own_kernels_run());
+  EXPECT_EQ(gelu_with_bias_uses_own_kernel(bias, h.to(torch::kBFloat16)),
+            testing::own_kernels_run());
+  EXPECT_FALSE(gelu_with_bias_uses_own_kernel(bias.to(torch::kBFloat16), h));
+  EXPECT_FALSE(gelu_with_bias_uses_own_kernel(torch::randn({5}), h));
+  EXPECT_FALSE(gelu_with_bias_uses_own_kernel(torch::randn({12}).slice(0, 0, 12, 2), h));
+  EXPECT_FALSE(gelu_with_bias_uses_own_kernel(bias, h.t().contiguous().t()));
+  EXPECT_FALSE(gelu_with_bias_uses_own_kernel(torch::Tensor(), h));
+}
+
+// fp32: the bias is added in float, then the GELU of the sum, so forward and
+// h's gradient equal the composition's to float rounding; the bias's
+// gradient is the sum of h's over the rows, in blocks. Row lengths around
+// the 8- and 16-lane vectors, and more rows than the parallel tasks hold.
+TEST(GeluWithBias, FloatMatchesTheUnfusedComposition) {
+  torch::manual_seed(3);
+  for (const int64_t d : {1, 7, 16, 17, 768}) {
+    const int64_t rows = d == 768 ? 301 : 1000;
+    const auto h = 3 * torch::randn({rows, d}), bias = torch::randn({d});
+    const auto dy = torch::randn({rows, d});
+    const BiasedValues ours = run_biased_gelu(h, bias, dy, true),
+                       theirs = run_biased_gelu(h, bias, dy, false);
+    EXPECT_TRUE(torch::allclose(ours.y, theirs.y, 1e-6, 1e-6)) << "d = " << d;
+    EXPECT_TRUE(torch::allclose(ours.dh, theirs.dh, 1e-5, 1e-6)) << "d = " << d;
+    EXPECT_TRUE(torch::allclose(ours.dbias, theirs.dbias, 1e-5, 1e-4)) << "d = " << d;
+    EXPECT_TRUE(ours.dbias.allclose(ours.dh.sum(0), 1e-5, 1e-4)) << "d = " << d;
+  }
+}
+
+// bf16 h: the sum h + bias is taken in float (the composition rounds the
+// bias to bf16 first), so values are within a bf16 step or two of it; the
+// bias's gradient is the fp32 sum of h's bf16 gradient.
+TEST(GeluWithBias, Bf16StaysWithinBf16StepsOfTheComposition) {
+  torch::manual_seed(4);
+  const int64_t rows = 513, d = 37;
+  const auto h = (3 * torch::randn({rows, d})).to(torch::kBFloat16);
+  const auto bias = torch::randn({d}), dy = torch::randn({rows, d}).to(torch::kBFloat16);
+  const BiasedValues ours = run_biased_gelu(h, bias, dy, true),
+                     theirs = run_biased_gelu(h, bias, dy, false);
+  if (!testing::own_kernels_run()) {  // LibTorch's composition on both sides
+    EXPECT_TRUE(ours.y.equal(theirs.y) && ours.dh.equal(theirs.dh) &&
+                ours.dbias.equal(theirs.dbias))
+        << testing::kernel_path();
+    return;
+  }
+  EXPECT_EQ(ours.y.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(ours.dh.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(ours.dbias.scalar_type(), torch::kFloat);
+  const auto near = [](const torch::Tensor& a, const torch::Tensor& b) {
+    const auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
+    return ((a64 - b64).abs() - (b64.abs() / 64 + 0.02)).max().item<double>() <= 0;
+  };
+  EXPECT_TRUE(near(ours.y, theirs.y));
+  EXPECT_TRUE(near(ours.dh, theirs.dh));
+  EXPECT_TRUE(ours.dbias.allclose(ours.dh.to(torch::kFloat).sum(0), 1e-5, 1e-4));
+  EXPECT_TRUE(ours.dbias.allclose(theirs.dbias, 0.02, 0.1)) << ours.dbias - theirs.dbias;
+}
+
+// Without a graph (evaluation), the same values as with one.
+TEST(GeluWithBias, WithoutGradientsGivesTheSameOutput) {
+  const auto h = torch::randn({9, 20}), bias = torch::randn({20});
+  const auto with_graph = run_biased_gelu(h, bias, torch::ones_like(h), true).y;
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(gelu_with_bias(h, bias).equal(with_graph));
+}
+
+// A strided h or a bf16 bias takes LibTorch's path: torch::gelu(h + bias).
+TEST(GeluWithBias, OtherInputsGetTorchsComposition) {
+  torch::manual_seed(5);
+  const auto h = torch::randn({17, 33}).t(), bias = torch::randn({17});
+  EXPECT_TRUE(gelu_with_bias(h, bias).equal(torch::gelu(h + bias)));
+  const auto h16 = torch::randn({5, 8}).to(torch::kBFloat16);
+  const auto bias16 = torch::randn({8}).to(torch::kBFloat16);
+  EXPECT_TRUE(gelu_with_bias(h16, bias16).equal(torch::gelu(h16 + bias16)));
+}
+
 }  // namespace
 }  // namespace vit

@@ -11,6 +11,7 @@
 
 #include "cli/trained_checkpoint.hpp"
 #include "error_of.hpp"
+#include "vit/kernels/gelu.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
 #include "vit/kernels/residual.hpp"
@@ -51,9 +52,11 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
   // block's qkv two (the class token's q, then k and v): 10, each with its
   // backward. Otherwise each is an addmm, or where kernels/residual's kernel
   // runs, proj and fc2 leave their bias to it (an mm each), except the last
-  // block's proj, whose class-token residual is a strided view: 6 addmm.
+  // block's proj, whose class-token residual is a strided view: 6 addmm;
+  // where kernels/gelu's kernel runs too, fc1 leaves its bias to the GELU: 4.
   const auto x = torch::ones({2, 4});
   const bool residual_takes_biases = biased_residual_uses_own_kernel(x, torch::ones({4}));
+  const bool gelu_takes_bias = gelu_with_bias_uses_own_kernel(torch::ones({4}));
   if (linear_uses_own_kernel(x, torch::ones({4, 4}))) {
     ASSERT_TRUE(ops.count("vit::linear") && ops.count("vit::linear_backward"));
     EXPECT_DOUBLE_EQ(ops["vit::linear"]["calls_per_step"].get<double>(), 10.0);
@@ -62,17 +65,23 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
   } else {
     ASSERT_TRUE(ops.count("aten::addmm"));
     EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(),
-                     residual_takes_biases ? 6.0 : 9.0);
+                     (residual_takes_biases ? 6.0 : 9.0) - (gelu_takes_bias ? 2.0 : 0.0));
   }
   if (residual_takes_biases) {
     ASSERT_TRUE(ops.count("vit::biased_residual"));
     EXPECT_DOUBLE_EQ(ops["vit::biased_residual"]["calls_per_step"].get<double>(), 3.0);
   }
-  // Our LayerNorm and GELU are tabled under their own names; their backward
-  // passes too where our kernels ran (elsewhere LibTorch's autograd has them).
-  ASSERT_TRUE(ops.count("vit::layer_norm") && ops.count("vit::gelu"));
+  // Our LayerNorm and GELU are tabled under their own names (the GELU with
+  // fc1's bias where our kernel takes it); their backward passes too where
+  // our kernels ran (elsewhere LibTorch's autograd has them).
+  const std::string gelu = gelu_takes_bias ? "vit::gelu_biased" : "vit::gelu";
+  ASSERT_TRUE(ops.count("vit::layer_norm") && ops.count(gelu));
   EXPECT_DOUBLE_EQ(ops["vit::layer_norm"]["calls_per_step"].get<double>(), 5.0);  // 2 x 2 + final
-  EXPECT_DOUBLE_EQ(ops["vit::gelu"]["calls_per_step"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(ops[gelu]["calls_per_step"].get<double>(), 2.0);
+  if (gelu_takes_bias) {
+    ASSERT_TRUE(ops.count("vit::gelu_biased_backward"));
+    EXPECT_DOUBLE_EQ(ops["vit::gelu_biased_backward"]["calls_per_step"].get<double>(), 2.0);
+  }
   if (layer_norm_uses_own_kernel(x, torch::ones({4}), torch::ones({4}))) {
     ASSERT_TRUE(ops.count("vit::layer_norm_backward"));
     EXPECT_DOUBLE_EQ(ops["vit::layer_norm_backward"]["calls_per_step"].get<double>(), 5.0);

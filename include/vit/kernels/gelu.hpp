@@ -7,10 +7,9 @@
 // both). Measured in AVX-512 over the CPU benchmark job's MLP activations
 // (8,320 x 768, 2 threads, AMD EPYC, LibTorch 1.13), forward plus backward
 // through autograd: bf16 5.0 ms against torch::gelu's 5.3-8.7, fp32 4.8 ms
-// against 18-22 (LibTorch's fp32 backward is the slow part). Results agree with the exact formula to float rounding;
-// bf16 outputs are the exact value rounded, or one bf16 step from it.
-// Everything else (other devices and dtypes, strided views, CPUs without
-// AVX2) runs torch::gelu.
+// against 18-22 (LibTorch's fp32 backward is the slow part). Results agree with the exact formula
+// to float rounding; bf16 outputs are the exact value rounded, or one bf16 step from it. Everything
+// else (other devices and dtypes, strided views, CPUs without AVX2) runs torch::gelu.
 #include <torch/types.h>
 
 namespace vit {
@@ -19,5 +18,21 @@ torch::Tensor gelu(const torch::Tensor& x);
 
 // Whether gelu() runs our kernel for `x` rather than torch::gelu.
 bool gelu_uses_own_kernel(const torch::Tensor& x);
+
+// gelu(h + bias) for a linear layer's product h (..., d), fp32 or bf16, and
+// its fp32 bias (d), left out of the product: the bias is added, the GELU
+// taken and, backward, the bias's gradient summed, in the passes that already
+// read h, instead of LibTorch's addmm copying the bias into every row first
+// and a sum over the rows after. Returns h's dtype. Gradients: h's in its
+// dtype; the bias's in fp32, the sum over the rows of h's. Where our GELU
+// kernel does not run (see gelu_with_bias_uses_own_kernel), torch::gelu(h +
+// bias in h's dtype).
+torch::Tensor gelu_with_bias(const torch::Tensor& h, const torch::Tensor& bias);
+
+// Whether gelu_with_bias() runs our kernel: gelu_uses_own_kernel(h), and a
+// contiguous fp32 CPU bias of h's last size. With h undefined, whether it
+// would for a contiguous fp32 or bf16 h of the bias's size (for a caller that
+// has yet to compute h).
+bool gelu_with_bias_uses_own_kernel(const torch::Tensor& bias, const torch::Tensor& h = {});
 
 }  // namespace vit
