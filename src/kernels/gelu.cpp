@@ -1,6 +1,5 @@
 #include "vit/kernels/gelu.hpp"
 
-#include <algorithm>
 #include <utility>
 
 #include <ATen/Parallel.h>
@@ -9,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "kernel_operands.hpp"
+#include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
 
 namespace vit {
@@ -89,29 +89,23 @@ torch::Tensor biased_forward_kernel(const torch::Tensor& h, const torch::Tensor&
                                           : biased_forward_as<c10::BFloat16>(h, bias);
 }
 
-// dh, and the bias's gradient: one block of rows per thread, each summing its
-// share into a row of its own, the shares added at the end (as the biased
-// residual's backward does).
+// dh, and the bias's gradient summed in the same pass
+// (detail::summed_over_row_blocks).
 template <typename T>
 std::pair<torch::Tensor, torch::Tensor> biased_backward_as(const torch::Tensor& dy,
                                                            const torch::Tensor& h,
                                                            const torch::Tensor& bias) {
   const int64_t d = h.size(-1), rows = h.numel() / d;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
   auto dh = torch::empty_like(h, at::MemoryFormat::Contiguous);
-  auto shares = torch::zeros({blocks, d}, bias.options());
   const T *grad = dy.data_ptr<T>(), *in = h.data_ptr<T>();
   const float* b = bias.data_ptr<float>();
   T* out = dh.data_ptr<T>();
-  float* sums = shares.data_ptr<float>();
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t block = first; block < last; ++block) {
-      const int64_t begin = rows * block / blocks, end = rows * (block + 1) / blocks;
-      VIT_SIMD_DISPATCH(gelu_biased_backward(grad + begin * d, in + begin * d, b, out + begin * d,
-                                             sums + block * d, end - begin, d));
-    }
-  });
-  return {dh, shares.sum(/*dim=*/0)};
+  auto dbias =
+      detail::summed_over_row_blocks(rows, d, [&](int64_t begin, int64_t end, float* share) {
+        VIT_SIMD_DISPATCH(gelu_biased_backward(grad + begin * d, in + begin * d, b, out + begin * d,
+                                               share, end - begin, d));
+      });
+  return {dh, dbias};
 }
 
 // Applied to (h, bias): saves both, as the backward recomputes h + bias.

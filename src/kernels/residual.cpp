@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "kernel_operands.hpp"
+#include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
 
 namespace vit {
@@ -33,31 +34,21 @@ torch::Tensor forward_kernel(const torch::Tensor& x, const torch::Tensor& y,
   return z;
 }
 
-// The bias's gradient, dz summed over its rows, and dz in bf16 for y where
-// `y_bf16`, else y's gradient is dz itself. The rows are split into one block
-// per thread, each summing its own share, so no two threads write the same
-// memory; the shares are added at the end.
+// The bias's gradient, dz summed over its rows (detail::summed_over_row_blocks),
+// and dz in bf16 for y where `y_bf16`, else y's gradient is dz itself.
 struct BiasAndY {
   torch::Tensor dbias, dy;
 };
 
 BiasAndY backward_kernel(const torch::Tensor& dz, bool y_bf16) {
   const int64_t d = dz.size(-1), rows = dz.numel() / d;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
-  auto shares = torch::zeros({blocks, d}, dz.options());
   BiasAndY g{{}, y_bf16 ? torch::empty(dz.sizes(), dz.options().dtype(torch::kBFloat16)) : dz};
   const float* grad = dz.data_ptr<float>();
-  float* sums = shares.data_ptr<float>();
   c10::BFloat16* narrowed = y_bf16 ? g.dy.data_ptr<c10::BFloat16>() : nullptr;
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t b = first; b < last; ++b) {
-      const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks;
-      VIT_SIMD_DISPATCH(biased_residual_backward(grad + begin * d,
-                                                 narrowed ? narrowed + begin * d : nullptr,
-                                                 sums + b * d, end - begin, d));
-    }
+  g.dbias = detail::summed_over_row_blocks(rows, d, [&](int64_t begin, int64_t end, float* share) {
+    VIT_SIMD_DISPATCH(biased_residual_backward(
+        grad + begin * d, narrowed ? narrowed + begin * d : nullptr, share, end - begin, d));
   });
-  g.dbias = shares.sum(/*dim=*/0);
   return g;
 }
 
