@@ -135,8 +135,9 @@ StepProfiler::~StepProfiler() {
 
 void StepProfiler::before_step(int64_t step) {
   if (!active() || step != first_) return;
-  profiler::prepareProfiler(config(), activities());
-  profiler::enableProfiler(config(), activities());
+  const auto recorded = activities();
+  profiler::prepareProfiler(config(), recorded);
+  profiler::enableProfiler(config(), recorded);
   recording_ = true;
 }
 

@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "cli/trained_checkpoint.hpp"
 #include "process.hpp"
 #include "synthetic.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/precision.hpp"
+#include "vit/train/step_profiler.hpp"
 #include "vit/train/trainer.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit_test_paths.hpp"
@@ -162,6 +164,30 @@ TEST_F(CudaTest, TwoGraphCapturedRunsExitTheProcessCleanly) {
   EXPECT_EQ(status, 0) << "exit status " << status << " (128 + N: signal N); output:\n"
                        << child.output();
   EXPECT_NE(child.output().find("[  PASSED  ] 1 test."), std::string::npos) << child.output();
+}
+
+// On a GPU the profile holds the kernels too, under "[gpu] ", each with
+// device time, beside the host's operators.
+TEST_F(CudaTest, TheStepProfileRecordsTheGpusKernels) {
+  Trainer trainer(testing::texture_config(), testing::texture_splits(), kCuda, run("p"));
+  const std::string path = run("profile.json");
+  trainer.profile(StepProfiler(path, /*first=*/1, /*count=*/2));
+  trainer.fit();
+  int kernels = 0;
+  double kernel_us = 0;
+  bool host_operators = false;
+  for (const auto& op : testing::read_json(path)["ops"]) {
+    const std::string name = op["name"];
+    if (name.rfind("[gpu] ", 0) == 0) {
+      ++kernels;
+      kernel_us += op["self_us_per_step"].get<double>();
+    } else {
+      host_operators = host_operators || name == "aten::mm" || name == "aten::addmm";
+    }
+  }
+  EXPECT_GT(kernels, 10);  // products, LayerNorm, GELU, softmax, the optimizer...
+  EXPECT_GT(kernel_us, 0.0);
+  EXPECT_TRUE(host_operators);
 }
 
 // On the GPU the trainer reads the step statistics only every 25 steps and
