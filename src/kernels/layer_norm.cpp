@@ -126,7 +126,11 @@ torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
 
 torch::Tensor layer_norm_for_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias, double eps) {
-  return layer_norm(x, weight, bias, eps, x.device().is_cpu() && cpu_autocast_is_bf16());
+  return layer_norm(x, weight, bias, eps, normalizes_to_bf16_for_linear(x));
+}
+
+bool normalizes_to_bf16_for_linear(const torch::Tensor& x) {
+  return x.device().is_cpu() && cpu_autocast_is_bf16();
 }
 
 }  // namespace vit

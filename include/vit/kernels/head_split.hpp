@@ -15,6 +15,13 @@
 // EPYC, LibTorch 1.13): the stack and the copy cost 4-5 ms each per training
 // step, this backward 7.9 ms; the forward's copies 2.6 ms against matmul's
 // 4.6. Other devices get the strided views (not measured there).
+//
+// On CPUs with AVX2 or AVX-512 a kernel of our own (kernels/simd/head_split.inc)
+// does the copies, contiguous fp32 and bf16 inputs, and can add the
+// projection's bias on the way: the product then runs without it (mm, not
+// addmm, which first copies the bias into every row of its output), and the
+// backward sums the bias's gradient in the pass that writes x's, instead of
+// a separate sum over the rows.
 #include <torch/types.h>
 
 #include <vector>
@@ -26,5 +33,21 @@ namespace vit {
 // CPU. Throws std::invalid_argument for any other shape.
 std::vector<torch::Tensor> split_heads(const torch::Tensor& x, int64_t parts, int64_t heads,
                                        int64_t head_dim);
+
+// split_heads(x + bias) for a fused projection's product x, left without its
+// fp32 bias (parts*heads*head_dim), in x's dtype. The bias is added in fp32
+// and the sum rounded once to x's dtype. Gradients: x's in its dtype; the
+// bias's in fp32, x's summed over the rows. Where our kernel does not run
+// (split_heads_with_bias_uses_own_kernel), split_heads(x + bias in x's
+// dtype). Throws std::invalid_argument for an undefined bias or a shape
+// split_heads rejects.
+std::vector<torch::Tensor> split_heads_with_bias(const torch::Tensor& x, const torch::Tensor& bias,
+                                                 int64_t parts, int64_t heads, int64_t head_dim);
+
+// Whether split_heads_with_bias() runs our kernel: a contiguous fp32 CPU bias
+// of x's width and a contiguous fp32 or bf16 CPU x, on a CPU with AVX2 or
+// AVX-512. With x undefined, whether it would for such an x of the bias's
+// width (for a caller that has yet to compute x).
+bool split_heads_with_bias_uses_own_kernel(const torch::Tensor& bias, const torch::Tensor& x = {});
 
 }  // namespace vit

@@ -26,6 +26,9 @@ torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
 torch::Tensor layer_norm_for_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias, double eps);
 
+// Whether layer_norm_for_linear(x, ...) returns bf16.
+bool normalizes_to_bf16_for_linear(const torch::Tensor& x);
+
 // Whether layer_norm() runs our kernel for these tensors rather than torch::layer_norm.
 bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias);

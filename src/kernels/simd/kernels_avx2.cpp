@@ -15,8 +15,10 @@ namespace vit::detail::avx2 {
 
 #include "exp.inc"
 #include "gelu.inc"
+#include "head_split.inc"
 #include "layer_norm.inc"
 #include "residual.inc"
+#include "residual_norm.inc"
 #include "softmax.inc"
 
 }  // namespace vit::detail::avx2
