@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <string>
+
+#include "vit/train/precision.hpp"
+
 namespace vit {
 namespace {
 
@@ -273,6 +277,59 @@ TEST(VisionTransformer, ClassTokenOnlyLastBlockKeepsLogitsAndGradients) {
       ASSERT_GT(scale, 0.0) << i;  // every parameter reaches the loss, the last block's too
       EXPECT_LT((short_grads[i] - full_grads[i]).abs().max().item<double>(), 1e-5 * scale)
           << model->named_parameters()[i].key() << " qkv_bias " << qkv_bias;
+    }
+  }
+}
+
+// forward() joins each block's last residual add with the next block's norm1
+// (BlockNorms, kernels/residual_norm): the same arithmetic as running the
+// blocks one by one, each normalizing its own input. So the same logits to
+// the bit, and the same gradients within float rounding of the sums, in fp32
+// and under bf16 autocast, for both poolings (cls: the last block computes the
+// class token alone, whose residual is a strided row, and runs the two apart).
+TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
+  for (const Pool pool : {Pool::kCls, Pool::kMean}) {
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      SCOPED_TRACE(std::string(name_of(pool)) + ", " + name_of(precision));
+      torch::manual_seed(9);
+      auto cfg = small_config();
+      cfg.pool = pool;
+      cfg.depth = 3;
+      VisionTransformer model(cfg);
+      {
+        torch::NoGradGuard no_grad;
+        for (auto& p : model->parameters())
+          p.add_(0.1 * torch::randn_like(p));  // biases and norms away from 0 and 1
+      }
+      const auto images = torch::randn({3, 3, 16, 16});
+      const auto labels = torch::tensor({0, 4, 2});
+      const auto params = model->parameters();
+      const auto run = [&](bool joined) {
+        AutocastScope autocast(precision, torch::kCPU);
+        torch::Tensor logits;
+        if (joined) {
+          logits = model->forward(images);
+        } else {
+          auto x = model->embed(images);
+          for (size_t i = 0; i < model->blocks->size(); ++i) {
+            AttentionCall call;
+            if (i + 1 == model->blocks->size() && pool == Pool::kCls)
+              call.queries = AttentionCall::Queries::kClassToken;
+            x = model->blocks[i]->as<Block>()->run(x, call).out;
+          }
+          logits = model->classify(x);
+        }
+        auto grads = torch::autograd::grad({torch::cross_entropy_loss(logits, labels)}, params);
+        grads.insert(grads.begin(), logits.detach());
+        return grads;
+      };
+      const auto joined = run(true), apart = run(false);
+      EXPECT_TRUE(torch::equal(joined[0], apart[0]));
+      for (size_t i = 1; i < joined.size(); ++i) {
+        const double scale = apart[i].abs().max().item<double>();
+        EXPECT_LE((joined[i] - apart[i]).abs().max().item<double>(), 1e-6 * (scale + 1e-3))
+            << model->named_parameters()[i - 1].key();
+      }
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "cli/trained_checkpoint.hpp"
 #include "error_of.hpp"
 #include "vit/kernels/gelu.hpp"
+#include "vit/kernels/head_split.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
 #include "vit/kernels/residual.hpp"
@@ -47,36 +48,48 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
     previous_self = op["self_us_per_step"].get<double>();
   }
   // Each step's forward runs every Linear as one product, the 3-D ones too:
-  // 2 blocks x (qkv, proj, fc1, fc2) + the head = 9 a step. Where
-  // kernels/linear runs oneDNN's sgemm, each is a vit::linear, and the last
-  // block's qkv two (the class token's q, then k and v): 10, each with its
-  // backward. Otherwise each is an addmm, or where kernels/residual's kernel
-  // runs, proj and fc2 leave their bias to it (an mm each), except the last
-  // block's proj, whose class-token residual is a strided view: 6 addmm;
-  // where kernels/gelu's kernel runs too, fc1 leaves its bias to the GELU: 4.
+  // the patch embedding, 2 blocks x (qkv, proj, fc1, fc2) and the head = 10 a
+  // step. Where kernels/linear runs oneDNN's sgemm, each is a vit::linear, and
+  // the last block's qkv two (the class token's q, then k and v): 11, each
+  // with its backward. Otherwise each is an addmm, but for the class token's
+  // q (a strided row: matmul and add), so 10, less those whose bias our
+  // kernels add: proj's and fc2's in the residual add, but for the last
+  // block's proj, whose class-token residual is a strided view (3); fc1's in
+  // the GELU (2); qkv's in the split into heads (2).
   const auto x = torch::ones({2, 4});
   const bool residual_takes_biases = biased_residual_uses_own_kernel(x, torch::ones({4}));
   const bool gelu_takes_bias = gelu_with_bias_uses_own_kernel(torch::ones({4}));
+  const bool split_takes_bias = split_heads_with_bias_uses_own_kernel(torch::ones({4}));
   if (linear_uses_own_kernel(x, torch::ones({4, 4}))) {
     ASSERT_TRUE(ops.count("vit::linear") && ops.count("vit::linear_backward"));
-    EXPECT_DOUBLE_EQ(ops["vit::linear"]["calls_per_step"].get<double>(), 10.0);
-    EXPECT_DOUBLE_EQ(ops["vit::linear_backward"]["calls_per_step"].get<double>(), 10.0);
+    EXPECT_DOUBLE_EQ(ops["vit::linear"]["calls_per_step"].get<double>(), 11.0);
+    EXPECT_DOUBLE_EQ(ops["vit::linear_backward"]["calls_per_step"].get<double>(), 11.0);
     EXPECT_FALSE(ops.count("aten::addmm"));
   } else {
     ASSERT_TRUE(ops.count("aten::addmm"));
     EXPECT_DOUBLE_EQ(ops["aten::addmm"]["calls_per_step"].get<double>(),
-                     (residual_takes_biases ? 6.0 : 9.0) - (gelu_takes_bias ? 2.0 : 0.0));
+                     10.0 - (residual_takes_biases ? 3.0 : 0.0) - (gelu_takes_bias ? 2.0 : 0.0) -
+                         (split_takes_bias ? 2.0 : 0.0));
   }
+  // Where our residual kernel runs, the first block's two residual adds go
+  // with the LayerNorm after them in one pass (kernels/residual_norm); the
+  // last block's MLP residual, which no norm of a block follows, alone; and
+  // its attention residual (the class token's strided row) in LibTorch's adds.
   if (residual_takes_biases) {
-    ASSERT_TRUE(ops.count("vit::biased_residual"));
-    EXPECT_DOUBLE_EQ(ops["vit::biased_residual"]["calls_per_step"].get<double>(), 3.0);
+    ASSERT_TRUE(ops.count("vit::biased_residual") && ops.count("vit::residual_norm") &&
+                ops.count("vit::residual_norm_backward"));
+    EXPECT_DOUBLE_EQ(ops["vit::biased_residual"]["calls_per_step"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(ops["vit::residual_norm"]["calls_per_step"].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(ops["vit::residual_norm_backward"]["calls_per_step"].get<double>(), 2.0);
   }
   // Our LayerNorm and GELU are tabled under their own names (the GELU with
   // fc1's bias where our kernel takes it); their backward passes too where
-  // our kernels ran (elsewhere LibTorch's autograd has them).
+  // our kernels ran (elsewhere LibTorch's autograd has them). The norms: 2 x 2
+  // + the final one, less the two that join a residual add.
   const std::string gelu = gelu_takes_bias ? "vit::gelu_biased" : "vit::gelu";
+  const double norms = residual_takes_biases ? 3.0 : 5.0;
   ASSERT_TRUE(ops.count("vit::layer_norm") && ops.count(gelu));
-  EXPECT_DOUBLE_EQ(ops["vit::layer_norm"]["calls_per_step"].get<double>(), 5.0);  // 2 x 2 + final
+  EXPECT_DOUBLE_EQ(ops["vit::layer_norm"]["calls_per_step"].get<double>(), norms);
   EXPECT_DOUBLE_EQ(ops[gelu]["calls_per_step"].get<double>(), 2.0);
   if (gelu_takes_bias) {
     ASSERT_TRUE(ops.count("vit::gelu_biased_backward"));
@@ -84,7 +97,7 @@ TEST(StepProfiler, TablesEveryOperatorOfTheProfiledStepsWithSelfTimesWithinTotal
   }
   if (layer_norm_uses_own_kernel(x, torch::ones({4}), torch::ones({4}))) {
     ASSERT_TRUE(ops.count("vit::layer_norm_backward"));
-    EXPECT_DOUBLE_EQ(ops["vit::layer_norm_backward"]["calls_per_step"].get<double>(), 5.0);
+    EXPECT_DOUBLE_EQ(ops["vit::layer_norm_backward"]["calls_per_step"].get<double>(), norms);
   }
   const auto trace = testing::read_json(path + ".trace.json");
   EXPECT_GT(trace["traceEvents"].size(), 100u);

@@ -5,6 +5,7 @@
 //             N = g*g + 1 tokens (class token first), D model width,
 //             H heads, Dh head width, I = H * Dh attention inner width, M MLP width,
 //             K classes.
+#include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -47,12 +48,17 @@ struct AttentionCall {
   torch::Tensor removed_value;
   // Also return the merged heads (B,Nq,I), before the output projection.
   bool head_outputs = false;
+  // With a residual: also return then_norm(out) as the next linear layer
+  // reads it, computed with the residual add in one pass where
+  // kernels/residual_norm runs. Empty: not asked for.
+  torch::nn::LayerNorm then_norm{nullptr};
 };
 
 struct AttentionResult {
   torch::Tensor out;            // (B,Nq,D): Nq = N, or 1 for the class token alone
   torch::Tensor probabilities;  // (B,H,Nq,N) when asked for, rows sum to 1
   torch::Tensor heads;          // (B,Nq,I) when asked for: every head's output, side by side
+  torch::Tensor normalized;     // (B,Nq,D): then_norm(out), when asked for
 };
 
 // Multi-head self-attention with a fused qkv projection. (B,N,D) -> (B,N,D)
@@ -94,15 +100,33 @@ class MlpImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   // residual + forward(x), fc2's bias joining the residual add (kernels/residual).
   torch::Tensor forward_onto(const torch::Tensor& residual, const torch::Tensor& x);
+  // The same and norm(it) as the next linear layer reads it, in one pass
+  // where kernels/residual_norm runs: {sum, normalized}.
+  std::pair<torch::Tensor, torch::Tensor> forward_onto_then_norm(const torch::Tensor& residual,
+                                                                 const torch::Tensor& x,
+                                                                 const torch::nn::LayerNorm& norm);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::Dropout drop{nullptr};
 };
 TORCH_MODULE(Mlp);
 
 struct BlockResult {
-  torch::Tensor out;            // (B,Nq,D)
-  torch::Tensor probabilities;  // (B,H,Nq,N) when asked for
-  torch::Tensor heads;          // (B,Nq,I) when asked for
+  torch::Tensor out;             // (B,Nq,D)
+  torch::Tensor probabilities;   // (B,H,Nq,N) when asked for
+  torch::Tensor heads;           // (B,Nq,I) when asked for
+  torch::Tensor normalized_out;  // BlockNorms::next(out), when asked for
+};
+
+// The LayerNorms at a block's two ends, for the forward pass that runs the
+// blocks one after the other (VisionTransformerImpl::forward): each block's
+// last residual add and the next block's norm1 then go in one pass
+// (kernels/residual_norm).
+struct BlockNorms {
+  // norm1(x) as the block's first linear layer reads it, from the block
+  // before; undefined: computed here.
+  torch::Tensor normalized_input;
+  // Applied to the output into BlockResult::normalized_out; empty: not asked for.
+  torch::nn::LayerNorm next{nullptr};
 };
 
 // Analyses (branch ablation): a block's attention or MLP branch left out,
@@ -119,7 +143,8 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   // The same, for the queries `call` names, returning the probabilities if
   // asked (call.residual is the block's own input and is set here).
-  BlockResult run(const torch::Tensor& x, AttentionCall call, BlockSkip skip = {});
+  BlockResult run(const torch::Tensor& x, AttentionCall call, BlockSkip skip = {},
+                  const BlockNorms& norms = {});
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
