@@ -71,61 +71,68 @@ class OwnGelu : public torch::autograd::Function<OwnGelu> {
 // Rows of (h + bias) per parallel task in the forward.
 constexpr int64_t kBiasedGeluGrainRows = 16;
 
+// y = gelu(h + bias), and where `with_slope` its slope gelu'(h + bias) for
+// the backward (undefined otherwise).
+struct BiasedGelu {
+  torch::Tensor y, slope;
+};
+
 template <typename T>
-torch::Tensor biased_forward_as(const torch::Tensor& h, const torch::Tensor& bias) {
+BiasedGelu biased_forward_as(const torch::Tensor& h, const torch::Tensor& bias, bool with_slope) {
   const int64_t d = h.size(-1), rows = h.numel() / d;
-  auto y = torch::empty_like(h, at::MemoryFormat::Contiguous);
+  BiasedGelu g{torch::empty_like(h, at::MemoryFormat::Contiguous), {}};
+  if (with_slope) g.slope = torch::empty_like(g.y);
   const T* in = h.data_ptr<T>();
   const float* b = bias.data_ptr<float>();
-  T* out = y.data_ptr<T>();
+  T *out = g.y.data_ptr<T>(), *slope = with_slope ? g.slope.data_ptr<T>() : nullptr;
   at::parallel_for(0, rows, kBiasedGeluGrainRows, [&](int64_t begin, int64_t end) {
-    VIT_SIMD_DISPATCH(gelu_biased_forward(in + begin * d, b, out + begin * d, end - begin, d));
+    VIT_SIMD_DISPATCH(gelu_biased_forward(in + begin * d, b, out + begin * d,
+                                          slope ? slope + begin * d : nullptr, end - begin, d));
   });
-  return y;
+  return g;
 }
 
-torch::Tensor biased_forward_kernel(const torch::Tensor& h, const torch::Tensor& bias) {
-  return h.scalar_type() == torch::kFloat ? biased_forward_as<float>(h, bias)
-                                          : biased_forward_as<c10::BFloat16>(h, bias);
+BiasedGelu biased_forward_kernel(const torch::Tensor& h, const torch::Tensor& bias,
+                                 bool with_slope) {
+  return h.scalar_type() == torch::kFloat ? biased_forward_as<float>(h, bias, with_slope)
+                                          : biased_forward_as<c10::BFloat16>(h, bias, with_slope);
 }
 
-// dh, and the bias's gradient summed in the same pass
+// dh = dy slope, and the bias's gradient summed in the same pass
 // (detail::summed_over_row_blocks).
 template <typename T>
 std::pair<torch::Tensor, torch::Tensor> biased_backward_as(const torch::Tensor& dy,
-                                                           const torch::Tensor& h,
-                                                           const torch::Tensor& bias) {
-  const int64_t d = h.size(-1), rows = h.numel() / d;
-  auto dh = torch::empty_like(h, at::MemoryFormat::Contiguous);
-  const T *grad = dy.data_ptr<T>(), *in = h.data_ptr<T>();
-  const float* b = bias.data_ptr<float>();
+                                                           const torch::Tensor& slope) {
+  const int64_t d = slope.size(-1), rows = slope.numel() / d;
+  auto dh = torch::empty_like(slope, at::MemoryFormat::Contiguous);
+  const T *grad = dy.data_ptr<T>(), *s = slope.data_ptr<T>();
   T* out = dh.data_ptr<T>();
   auto dbias =
       detail::summed_over_row_blocks(rows, d, [&](int64_t begin, int64_t end, float* share) {
-        VIT_SIMD_DISPATCH(gelu_biased_backward(grad + begin * d, in + begin * d, b, out + begin * d,
+        VIT_SIMD_DISPATCH(gelu_biased_backward(grad + begin * d, s + begin * d, out + begin * d,
                                                share, end - begin, d));
       });
   return {dh, dbias};
 }
 
-// Applied to (h, bias): saves both, as the backward recomputes h + bias.
+// Applied to (h, bias): saves the slope the forward wrote, in h's place.
 class OwnBiasedGelu : public torch::autograd::Function<OwnBiasedGelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
                                const torch::Tensor& bias) {
-    ctx->save_for_backward({h, bias});
-    return biased_forward_kernel(h, bias);
+    BiasedGelu g = biased_forward_kernel(h, bias, /*with_slope=*/true);
+    ctx->save_for_backward({g.slope});
+    return g.y;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     RECORD_FUNCTION("vit::gelu_biased_backward", std::vector<c10::IValue>({grads[0]}));
-    const auto saved = ctx->get_saved_variables();
-    const auto &h = saved[0], &bias = saved[1];
-    const auto dy = grads[0].to(h.scalar_type()).contiguous();
-    auto [dh, dbias] = h.scalar_type() == torch::kFloat
-                           ? biased_backward_as<float>(dy, h, bias)
-                           : biased_backward_as<c10::BFloat16>(dy, h, bias);
+    const auto slope = ctx->get_saved_variables()[0];
+    const auto dy = grads[0].to(slope.scalar_type()).contiguous();
+    auto [dh, dbias] = slope.scalar_type() == torch::kFloat
+                           ? biased_backward_as<float>(dy, slope)
+                           : biased_backward_as<c10::BFloat16>(dy, slope);
     return {ctx->needs_input_grad(0) ? dh : torch::Tensor(),
             ctx->needs_input_grad(1) ? dbias : torch::Tensor()};
   }
@@ -146,7 +153,7 @@ torch::Tensor gelu_with_bias(const torch::Tensor& h, const torch::Tensor& bias) 
   const bool needs_graph =
       torch::GradMode::is_enabled() && (h.requires_grad() || bias.requires_grad());
   if (needs_graph) return OwnBiasedGelu::apply(h, bias);
-  return biased_forward_kernel(h, bias);
+  return biased_forward_kernel(h, bias, /*with_slope=*/false).y;
 }
 
 bool gelu_uses_own_kernel(const torch::Tensor& x) {

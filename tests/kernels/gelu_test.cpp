@@ -236,6 +236,23 @@ TEST(GeluWithBias, Bf16StaysWithinBf16StepsOfTheComposition) {
   EXPECT_TRUE(ours.dbias.allclose(theirs.dbias, 0.02, 0.1)) << ours.dbias - theirs.dbias;
 }
 
+// bf16 h, with the gradient from the slope the forward kept in bf16: two
+// roundings (the slope, then dy slope), so within two bf16 steps (2 x 2^-8
+// relative) of dy times the exact derivative at h + bias, plus the float
+// error of the kernel's erf. Values across the whole curve, the tails too.
+TEST(GeluWithBias, Bf16GradientIsWithinTwoStepsOfTheExactDerivative) {
+  if (!testing::own_kernels_run()) GTEST_SKIP() << testing::kernel_path();
+  torch::manual_seed(5);
+  const int64_t rows = 2001, d = 10;
+  const auto h = torch::linspace(-12.0, 12.0, rows * d).view({rows, d}).to(torch::kBFloat16);
+  const auto bias = 0.1 * torch::randn({d}), dy = torch::randn({rows, d}).to(torch::kBFloat16);
+  const auto dh = run_biased_gelu(h, bias, dy, true).dh.to(torch::kDouble);
+  const auto x = h.to(torch::kDouble) + bias.to(torch::kDouble);
+  const auto exact = exact_gradient_of(x, dy);
+  const auto bound = exact.abs() / 128 + 4e-7 * (1 + x.abs()) * dy.to(torch::kDouble).abs();
+  EXPECT_LE(((dh - exact).abs() - bound).max().item<double>(), 0.0);
+}
+
 // Without a graph (evaluation), the same values as with one.
 TEST(GeluWithBias, WithoutGradientsGivesTheSameOutput) {
   const auto h = torch::randn({9, 20}), bias = torch::randn({20});
