@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "vit/error.hpp"
 
 namespace vit::testing {
@@ -15,6 +17,16 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Success where `f` throws a vit::Error whose message contains `fragment`;
+// else a failure that shows the message (or that none came).
+inline ::testing::AssertionResult throws_error_containing(const std::function<void()>& f,
+                                                          const std::string& fragment) {
+  const std::string message = error_of(f);
+  if (message.find(fragment) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "expected a vit::Error containing '" << fragment << "', got: " << message;
 }
 
 }  // namespace vit::testing

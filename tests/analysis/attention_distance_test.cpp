@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
+#include "tensor_values.hpp"
 #include "vit/error.hpp"
 #include "vit/model/vision_transformer.hpp"
 
@@ -19,23 +21,14 @@ namespace attention_distance_test {
 constexpr double kTol = 1e-4;
 const double kSqrt2 = std::sqrt(2.0);
 
-bool near(const torch::Tensor& actual, const torch::Tensor& expected, double tol = kTol) {
-  return actual.sizes() == expected.sizes() &&
-         torch::allclose(actual.to(torch::kDouble), expected.to(torch::kDouble), /*rtol=*/0.0,
-                         /*atol=*/tol);
-}
+using testing::values;
 
-torch::Tensor values(const std::vector<double>& v, std::vector<int64_t> shape) {
-  return torch::tensor(v, torch::kDouble).view(shape);
+bool near(const torch::Tensor& actual, const torch::Tensor& expected, double tol = kTol) {
+  return testing::near(actual, expected, tol);
 }
 
 void expect_throws_with(const std::function<void()>& call, const std::string& fragment) {
-  try {
-    call();
-    ADD_FAILURE() << "no vit::Error; expected one containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(testing::throws_error_containing(call, fragment));
 }
 
 // One head's (N,N) attention where patch query q attends with weight 1 to patch

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
+#include "tensor_values.hpp"
 
 namespace vit {
 // Named, not anonymous: the unity build compiles this file with others that
@@ -19,8 +20,7 @@ torch::Tensor rows(const std::vector<double>& v, int64_t d) {
 }
 
 bool near(const torch::Tensor& a, const torch::Tensor& b, double tol = 1e-9) {
-  return a.sizes() == b.sizes() &&
-         torch::allclose(a.to(torch::kDouble), b.to(torch::kDouble), /*rtol=*/0, /*atol=*/tol);
+  return testing::near(a, b, tol);
 }
 
 // Rows (3,0), (-3,0), (0,1), (0,-1): mean 0, covariance X^T X / (D-1) = diag(18, 2) / 3,

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
+#include "tensor_values.hpp"
 #include "vit/error.hpp"
 #include "vit/model/vision_transformer.hpp"
 
@@ -25,23 +27,14 @@ torch::Tensor one_layer(const std::vector<double>& rows, torch::ScalarType dtype
   return torch::tensor(rows, torch::kDouble).view({1, 1, n, n}).to(dtype);
 }
 
-torch::Tensor values(const std::vector<double>& v, std::vector<int64_t> shape) {
-  return torch::tensor(v, torch::kDouble).view(shape);
-}
+using testing::values;
 
 bool near(const torch::Tensor& actual, const torch::Tensor& expected, double tol = kTol) {
-  return actual.sizes() == expected.sizes() &&
-         torch::allclose(actual.to(torch::kDouble), expected.to(torch::kDouble), /*rtol=*/0.0,
-                         /*atol=*/tol);
+  return testing::near(actual, expected, tol);
 }
 
 void expect_error(const std::function<void()>& call, const std::string& fragment) {
-  try {
-    call();
-    ADD_FAILURE() << "no vit::Error; expected one containing: " << fragment;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(testing::throws_error_containing(call, fragment));
 }
 
 // The example: A1 as below, then A2 uniform 0.2.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "error_of.hpp"
 #include "vit/error.hpp"
 
 namespace vit::io::testing {
@@ -33,12 +34,7 @@ const std::vector<int> kBluesFull = {8, 48, 107};
 // Runs `fn` and expects a vit::Error whose message contains `needle`.
 template <typename Fn>
 void expect_error(Fn fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no vit::Error thrown, expected one containing: " << needle;
-  } catch (const vit::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(vit::testing::throws_error_containing(fn, needle));
 }
 
 }  // namespace vit::io::testing

@@ -17,11 +17,13 @@
 // 4.6. Other devices get the strided views (not measured there).
 //
 // On CPUs with AVX2 or AVX-512 a kernel of our own (kernels/simd/head_split.inc)
-// does the copies, contiguous fp32 and bf16 inputs, and can add the
+// does the copies for contiguous fp32 and bf16 inputs, and can add the
 // projection's bias on the way: the product then runs without it (mm, not
 // addmm, which first copies the bias into every row of its output), and the
 // backward sums the bias's gradient in the pass that writes x's, instead of
-// a separate sum over the rows.
+// a separate sum over the rows. Measured on the same job (bf16, Intel Xeon
+// with AMX, 2 threads): the copies 13.9 ms a step through ATen, 11-12 ms
+// here; addmm's bias rows (3.5 ms) and the bias's sum (2.7 ms) gone.
 #include <torch/types.h>
 
 #include <vector>

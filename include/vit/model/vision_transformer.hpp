@@ -142,7 +142,8 @@ class BlockImpl : public torch::nn::Module {
   explicit BlockImpl(const ModelConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x);
   // The same, for the queries `call` names, returning the probabilities if
-  // asked (call.residual is the block's own input and is set here).
+  // asked (call.residual, the block's own input, and call.then_norm, norm2,
+  // are set here); `norms` joins the block's ends to its neighbours' norms.
   BlockResult run(const torch::Tensor& x, AttentionCall call, BlockSkip skip = {},
                   const BlockNorms& norms = {});
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
