@@ -5,6 +5,7 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
+#include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/residual.hpp"
@@ -50,38 +51,33 @@ Forward forward_kernel(const torch::Tensor& x, const torch::Tensor& y, const tor
 }
 
 // The gradients of x, y, bias, weight and norm_bias from those of z and n
-// (either undefined). The rows are split into one block per thread, each
-// adding into its own share of the three parameter gradients; the shares are
-// added at the end (as kernels/layer_norm's backward does).
+// (either undefined). The three parameter gradients are summed over blocks
+// of rows as one share of 3 d values (detail::summed_over_row_blocks).
 template <typename N>
 torch::autograd::variable_list backward_as(const torch::Tensor& dz_in, const torch::Tensor& dn_in,
                                            const torch::Tensor& z, const torch::Tensor& weight,
                                            const torch::Tensor& mean, const torch::Tensor& rstd,
                                            bool y_bf16) {
   const int64_t d = z.size(-1), rows = z.numel() / d;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
   const auto dz = dz_in.defined() ? dz_in.to(torch::kFloat).contiguous() : dz_in;
   const auto dn =
       dn_in.defined() ? dn_in.to(c10::CppTypeToScalarType<N>::value).contiguous() : dn_in;
   auto dx = torch::empty_like(z, at::MemoryFormat::Contiguous);
   auto dy = y_bf16 ? torch::empty(z.sizes(), z.options().dtype(torch::kBFloat16)) : dx;
-  auto shares = torch::zeros({3, blocks, d}, z.options());  // the bias's, weight's, norm bias's
   const float* grad_z = dz.defined() ? dz.data_ptr<float>() : nullptr;
   const N* grad_n = dn.defined() ? dn.template data_ptr<N>() : nullptr;
   const float *sum = z.data_ptr<float>(), *gamma = weight.data_ptr<float>(),
               *mu = mean.data_ptr<float>(), *rs = rstd.data_ptr<float>();
-  float *out = dx.data_ptr<float>(), *share = shares.data_ptr<float>();
+  float* out = dx.data_ptr<float>();
   c10::BFloat16* narrowed = y_bf16 ? dy.data_ptr<c10::BFloat16>() : nullptr;
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t b = first; b < last; ++b) {
-      const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks, at = begin * d;
-      VIT_SIMD_DISPATCH(residual_norm_backward(
-          grad_z ? grad_z + at : nullptr, grad_n ? grad_n + at : nullptr, sum + at, gamma,
-          mu + begin, rs + begin, out + at, narrowed ? narrowed + at : nullptr, share + b * d,
-          share + (blocks + b) * d, share + (2 * blocks + b) * d, end - begin, d));
-    }
-  });
-  const auto sums = shares.sum(/*dim=*/1);  // (3, d)
+  const auto sums =  // the bias's, the weight's and the norm bias's: (3, d)
+      detail::summed_over_row_blocks(rows, 3 * d, [&](int64_t begin, int64_t end, float* share) {
+        const int64_t at = begin * d;
+        VIT_SIMD_DISPATCH(residual_norm_backward(
+            grad_z ? grad_z + at : nullptr, grad_n ? grad_n + at : nullptr, sum + at, gamma,
+            mu + begin, rs + begin, out + at, narrowed ? narrowed + at : nullptr, share, share + d,
+            share + 2 * d, end - begin, d));
+      }).view({3, d});
   return {dx, dy, sums[0], sums[1], sums[2]};
 }
 
