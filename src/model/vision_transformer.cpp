@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include "vit/error.hpp"
+#include "vit/kernels/attention.hpp"
 #include "vit/kernels/batched_matmul.hpp"
 #include "vit/kernels/gelu.hpp"
 #include "vit/kernels/head_split.hpp"
@@ -200,28 +201,32 @@ torch::Tensor AttentionImpl::fused(const torch::Tensor& q, const torch::Tensor& 
   // 57 ms for the explicit products and softmax (bf16, batch 128, 6 blocks of
   // 192 wide with 65 tokens, Intel Xeon with AMX, 2 threads; docs/benchmarks.md).
   if (!q.is_cpu())
-    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
-                                            /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
-                                            /*is_causal=*/false);  // (B, H, Nq, Dh)
+    return merge_heads(at::scaled_dot_product_attention(
+        q, k, v, /*attn_mask=*/{}, /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
+        /*is_causal=*/false));
 #endif
+  const bool drops = is_training() && attn_dropout_ > 0.0;
+  if (!drops && attention_uses_own_kernel(q, k, v))
+    return attention_heads_merged(q, k, v, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
   // The probabilities straight in the product's dtype where that is bf16.
   const auto probs_dtype = v.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
-  return explicit_softmax(q, k, v, probs_dtype).first;
+  return merge_heads(explicit_softmax(q, k, v, probs_dtype).first);
 }
 
 AttentionResult AttentionImpl::attend(const torch::Tensor& x, const AttentionCall& call) {
   const auto qkv_heads = split_heads(x, call.queries);
   const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
   AttentionResult result;
-  torch::Tensor attended;  // (B, H, Nq, Dh)
+  torch::Tensor merged;  // (B, Nq, I)
   if (call.probabilities) {
     // The softmax runs in fp32 even under bf16 autocast, so the probabilities
     // handed to the analyses sum to 1 at full precision.
+    torch::Tensor attended;  // (B, H, Nq, Dh)
     std::tie(attended, result.probabilities) = explicit_softmax(q, k, v, torch::kFloat);
+    merged = merge_heads(attended);
   } else {
-    attended = fused(q, k, v);
+    merged = fused(q, k, v);
   }
-  auto merged = merge_heads(attended);  // (B, Nq, I)
   if (call.head_outputs) result.heads = merged;
   if (call.removed_head >= 0) merged = remove_head(merged, call.removed_head, call.removed_value);
   if (call.residual.defined() && !call.then_norm.is_empty())
