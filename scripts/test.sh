@@ -20,7 +20,7 @@ run_suite() {  # LINE
   # host, whatever its CPU. (ONEDNN_MAX_CPU_ISA stays unset: LibTorch 1.13
   # asks the CPU, not oneDNN, whether bf16 products are there, and fails
   # when oneDNN alone is capped.)
-  local kernel_tests='^(Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionHeads|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
+  local kernel_tests='^(Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionFromProjection|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
   for isa in avx2 baseline; do
     echo "test.sh: the LibTorch $1 line, kernels and precision under VIT_CPU_ISA=$isa"
     (cd "$(torch_line_build_dir "$1")" &&

@@ -193,39 +193,43 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::explicit_softmax(
   return {out.view(q.sizes()), attn};
 }
 
-torch::Tensor AttentionImpl::fused(const torch::Tensor& q, const torch::Tensor& k,
-                                   const torch::Tensor& v) {
+torch::Tensor AttentionImpl::fused(const torch::Tensor& x, AttentionCall::Queries queries) {
+  const bool drops = is_training() && attn_dropout_ > 0.0;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (queries == AttentionCall::Queries::kAll && !drops &&
+      attention_from_projection_will_use_own_kernel(x, qkv->bias, heads_, head_dim_))
+    return attention_from_projection(vit::linear(x, compute_weight(qkv->weight)), qkv->bias, heads_,
+                                     scale);
+  const auto qkv_heads = split_heads(x, queries);
+  const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
 #if TORCH_VERSION_MAJOR >= 2
   // SDPA on GPUs (flash and memory-efficient kernels), never on the CPU: there
   // its flash kernel's backward took 411 ms of a 945 ms training step, against
   // 57 ms for the explicit products and softmax (bf16, batch 128, 6 blocks of
   // 192 wide with 65 tokens, Intel Xeon with AMX, 2 threads; docs/benchmarks.md).
   if (!q.is_cpu())
-    return merge_heads(at::scaled_dot_product_attention(
-        q, k, v, /*attn_mask=*/{}, /*dropout_p=*/is_training() ? attn_dropout_ : 0.0,
-        /*is_causal=*/false));
+    return merge_heads(at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
+                                                        /*dropout_p=*/drops ? attn_dropout_ : 0.0,
+                                                        /*is_causal=*/false));
 #endif
-  const bool drops = is_training() && attn_dropout_ > 0.0;
-  if (!drops && attention_uses_own_kernel(q, k, v))
-    return attention_heads_merged(q, k, v, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
   // The probabilities straight in the product's dtype where that is bf16.
   const auto probs_dtype = v.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
   return merge_heads(explicit_softmax(q, k, v, probs_dtype).first);
 }
 
 AttentionResult AttentionImpl::attend(const torch::Tensor& x, const AttentionCall& call) {
-  const auto qkv_heads = split_heads(x, call.queries);
-  const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
   AttentionResult result;
   torch::Tensor merged;  // (B, Nq, I)
   if (call.probabilities) {
     // The softmax runs in fp32 even under bf16 autocast, so the probabilities
     // handed to the analyses sum to 1 at full precision.
+    const auto qkv_heads = split_heads(x, call.queries);
     torch::Tensor attended;  // (B, H, Nq, Dh)
-    std::tie(attended, result.probabilities) = explicit_softmax(q, k, v, torch::kFloat);
+    std::tie(attended, result.probabilities) =
+        explicit_softmax(qkv_heads[0], qkv_heads[1], qkv_heads[2], torch::kFloat);
     merged = merge_heads(attended);
   } else {
-    merged = fused(q, k, v);
+    merged = fused(x, call.queries);
   }
   if (call.head_outputs) result.heads = merged;
   if (call.removed_head >= 0) merged = remove_head(merged, call.removed_head, call.removed_value);

@@ -77,9 +77,10 @@ class AttentionImpl : public torch::nn::Module {
   // (B,N,D) -> q, k, v each (B,H,N,Dh); q (B,H,1,Dh) of the class token alone
   // for Queries::kClassToken
   std::vector<torch::Tensor> split_heads(const torch::Tensor& x, AttentionCall::Queries queries);
-  // softmax(q k^T / sqrt(Dh)) v with the heads merged, (B,Nq,I): SDPA's fused
-  // kernels on GPUs (LibTorch >= 2.0), kernels/attention on CPUs with AMX
-  torch::Tensor fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+  // softmax(q k^T / sqrt(Dh)) v of x's heads, merged, (B,Nq,I): straight from
+  // the qkv projection on CPUs with AMX (kernels/attention), SDPA's fused
+  // kernels on GPUs (LibTorch >= 2.0), the explicit softmax elsewhere
+  torch::Tensor fused(const torch::Tensor& x, AttentionCall::Queries queries);
   // The same, explicit, with the probabilities (B,H,Nq,N), computed in fp32
   // and returned in `probs_dtype` (fp32, or bf16 to feed a bf16 product)
   std::pair<torch::Tensor, torch::Tensor> explicit_softmax(const torch::Tensor& q,

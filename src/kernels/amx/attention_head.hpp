@@ -1,8 +1,10 @@
 #pragma once
 // One attention head's softmax(scale q k^T) v, forward and backward, in bf16
-// on AMX's tiles (tiles.hpp): the scores and probabilities stay in the
-// thread's scratch, in cache, between the products. kernels/attention runs it
-// for every (batch, head) of a LibTorch tensor.
+// on AMX's tiles (tiles.hpp), read straight out of the fused qkv projection:
+// the projection's bias is added as each head's rows are packed, the scores
+// and probabilities stay in the thread's scratch, in cache, between the
+// products, and the gradients go straight back into the projection's layout.
+// kernels/attention runs it for every (batch, head) of a LibTorch tensor.
 #include <cstdint>
 #include <vector>
 
@@ -11,10 +13,27 @@
 namespace vit::detail::amx {
 
 struct HeadShape {
-  int64_t queries = 0;   // rows of q
-  int64_t keys = 0;      // rows of k and v
+  int64_t tokens = 0;    // rows of q, k and v
   int64_t head_dim = 0;  // their columns: a multiple of 32
   float scale = 1.0f;
+};
+
+// One head's q, k and v: their first rows, `stride` values between one row
+// and the next (the projection's width), and the projection's bias for each
+// (head_dim floats; all three null for none).
+struct HeadInputs {
+  const c10::BFloat16 *q, *k, *v;
+  int64_t stride;
+  const float *q_bias, *k_bias, *v_bias;
+};
+
+// Where the head's gradients go: rows `stride` apart, as HeadInputs; and
+// where not null, each one's columns summed over the rows (head_dim floats
+// each, written, not added to): the bias's share of this head.
+struct HeadGradients {
+  c10::BFloat16 *dq, *dk, *dv;
+  int64_t stride;
+  float *dq_bias, *dk_bias, *dv_bias;
 };
 
 // One thread's padded operands for heads of one shape, zeroed once: each head
@@ -24,29 +43,28 @@ class HeadScratch {
   explicit HeadScratch(const HeadShape& shape);
 
   const HeadShape shape;
-  const int64_t query_tiles, key_tiles;  // rows of queries and keys, in tiles of 16
-  const int64_t query_depth, key_depth;  // queries and keys rounded up to 32, as a K dimension
-  std::vector<c10::BFloat16> rows_a;     // q or dO as A: query_tiles*16 x head_dim
-  std::vector<c10::BFloat16> heads_b;    // k^T or v^T as B: head_dim/2 x key_tiles*16 pairs
-  std::vector<c10::BFloat16> probs_a;    // p or dS as A: query_tiles*16 x key_depth
-  std::vector<c10::BFloat16> keys_a;     // p^T or dS^T as A: key_tiles*16 x query_depth
-  std::vector<c10::BFloat16> tokens_b;   // v, dO, k or q as B: depth/2 x head_dim pairs
-  std::vector<c10::BFloat16> paired;     // p or dS, rows paired: query_depth/2 x key_tiles*16 pairs
-  std::vector<float> scores;             // s or dP: query_tiles*16 x key_tiles*16
-  std::vector<float> products;           // o, dq, dk or dv: max tiles*16 x head_dim
+  const int64_t tiles;                  // the tokens in tiles of 16 rows
+  const int64_t depth;                  // the tokens rounded up to 32, as a K dimension
+  std::vector<c10::BFloat16> q, k, v;   // the head's rows, biased: tokens x head_dim
+  std::vector<c10::BFloat16> rows_a;    // q or dO as A: tiles*16 x head_dim
+  std::vector<c10::BFloat16> heads_b;   // k^T or v^T as B: head_dim/2 x tiles*16 pairs
+  std::vector<c10::BFloat16> probs_a;   // p or dS as A: tiles*16 x depth
+  std::vector<c10::BFloat16> paired;    // p or dS with rows paired: depth/2 x tiles*16 pairs
+  std::vector<c10::BFloat16> keys_a;    // p^T or dS^T as A: tiles*16 x depth
+  std::vector<c10::BFloat16> tokens_b;  // v, dO, q or k as B: depth/2 x head_dim pairs
+  std::vector<float> scores;            // s or dP: tiles*16 x tiles*16
+  std::vector<float> products;          // o, dv, dk or dq: tiles*16 x head_dim
 };
 
-// out (queries rows, out_stride apart) = softmax(scale q k^T) v, the
-// probabilities also into probs (queries x keys) where it is not null. q, k
-// and v row-major. Inside a TileScope.
-void head_forward(const c10::BFloat16* q, const c10::BFloat16* k, const c10::BFloat16* v,
-                  c10::BFloat16* probs, c10::BFloat16* out, int64_t out_stride,
-                  HeadScratch& scratch);
+// out (tokens rows, out_stride apart) = softmax(scale q k^T) v, the
+// probabilities also into probs (tokens x tokens) where it is not null.
+// Inside a TileScope.
+void head_forward(const HeadInputs& in, c10::BFloat16* probs, c10::BFloat16* out,
+                  int64_t out_stride, HeadScratch& scratch);
 
-// The gradients of q, k and v (row-major) from the output's, dout (rows
-// dout_stride apart), and the forward's probabilities. Inside a TileScope.
-void head_backward(const c10::BFloat16* dout, int64_t dout_stride, const c10::BFloat16* q,
-                   const c10::BFloat16* k, const c10::BFloat16* v, const c10::BFloat16* probs,
-                   c10::BFloat16* dq, c10::BFloat16* dk, c10::BFloat16* dv, HeadScratch& scratch);
+// The gradients of q, k and v from the output's, dout (rows dout_stride
+// apart), and the forward's probabilities. Inside a TileScope.
+void head_backward(const c10::BFloat16* dout, int64_t dout_stride, const HeadInputs& in,
+                   const c10::BFloat16* probs, const HeadGradients& grads, HeadScratch& scratch);
 
 }  // namespace vit::detail::amx
