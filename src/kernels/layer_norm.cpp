@@ -7,6 +7,7 @@
 
 #include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
+#include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
 
 namespace vit {
@@ -45,30 +46,24 @@ Normalized forward_kernel(const torch::Tensor& x, const torch::Tensor& weight,
                  : forward_as<float>(x, weight, bias, eps);
 }
 
-// dx, dweight, dbias. The rows are split into one block per thread, each
-// summing its own share of dweight and dbias, so no two threads write the same
-// memory; the blocks' shares are added at the end.
+// dx, dweight, dbias: dweight's and dbias's sums over each block of rows as
+// one share of 2 d values (detail::summed_over_row_blocks).
 template <typename T>
 torch::autograd::variable_list backward_as(const torch::Tensor& dy, const torch::Tensor& x,
                                            const torch::Tensor& weight, const torch::Tensor& mean,
                                            const torch::Tensor& rstd) {
   const int64_t d = x.size(-1), rows = x.numel() / d;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
   auto dx = torch::empty_like(x, at::MemoryFormat::Contiguous);
-  auto partial = torch::zeros({2, blocks, d}, x.options());  // dweight's, then dbias's shares
   const T* grad = dy.data_ptr<T>();
   const float *in = x.data_ptr<float>(), *gamma = weight.data_ptr<float>(),
               *mu = mean.data_ptr<float>(), *rs = rstd.data_ptr<float>();
-  float *out = dx.data_ptr<float>(), *shares = partial.data_ptr<float>();
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t b = first; b < last; ++b) {
-      const int64_t begin = rows * b / blocks, end = rows * (b + 1) / blocks;
-      VIT_SIMD_DISPATCH(layer_norm_backward(grad + begin * d, in + begin * d, gamma, mu + begin,
-                                            rs + begin, out + begin * d, shares + b * d,
-                                            shares + (blocks + b) * d, end - begin, d));
-    }
-  });
-  const auto sums = partial.sum(/*dim=*/1);  // (2, d)
+  float* out = dx.data_ptr<float>();
+  const auto sums =
+      detail::summed_over_row_blocks(rows, 2 * d, [&](int64_t begin, int64_t end, float* share) {
+        VIT_SIMD_DISPATCH(layer_norm_backward(grad + begin * d, in + begin * d, gamma, mu + begin,
+                                              rs + begin, out + begin * d, share, share + d,
+                                              end - begin, d));
+      }).view({2, d});
   return {dx, sums[0], sums[1]};
 }
 
