@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 
-#include <cstring>
 
 #include "vit/cpu_isa.hpp"
 
@@ -95,6 +94,10 @@ VIT_AMX void load_config(const TileConfig& config) {
   _tile_loadconfig(&config);
 }
 
+VIT_AMX void store_config(TileConfig& config) {
+  _tile_storeconfig(&config);
+}
+
 VIT_AMX void release_tiles() {
   _tile_release();
 }
@@ -107,11 +110,17 @@ bool tiles_usable() {
 }
 
 TileScope::TileScope() {
+  static_assert(sizeof(saved_) == sizeof(TileConfig), "STTILECFG writes 64 bytes");
+  store_config(*reinterpret_cast<TileConfig*>(saved_));
   load_config(full_tiles());
 }
 
 TileScope::~TileScope() {
-  release_tiles();
+  const auto& saved = *reinterpret_cast<const TileConfig*>(saved_);
+  if (saved.palette == 0)  // the tiles were not configured
+    release_tiles();
+  else
+    load_config(saved);
 }
 
 void tile_product(const c10::BFloat16* a, int64_t a_stride, const c10::BFloat16* b,

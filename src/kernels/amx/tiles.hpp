@@ -29,15 +29,20 @@ inline int64_t round_up(int64_t n, int64_t multiple) {
 }
 
 // Loads the configuration that tile_product() uses (every tile 16 x 64
-// bytes) on the calling thread, and releases it: a scope's worth of tile
-// work. Other code on the thread (oneDNN) loads its own configuration before
-// its tiles, so each scope loads it again.
+// bytes) on the calling thread for a scope's worth of tile work, and puts
+// back what the thread had before: the configuration oneDNN left loaded (a
+// oneDNN that skips reloading a configuration it believes is still there
+// then finds it), or none. Other code on the thread may load its own
+// configuration in between, so each scope loads ours again.
 class TileScope {
  public:
   TileScope();
   ~TileScope();
   TileScope(const TileScope&) = delete;
   TileScope& operator=(const TileScope&) = delete;
+
+ private:
+  alignas(64) uint8_t saved_[64];  // the thread's configuration before, as STTILECFG writes it
 };
 
 // c = a b, fp32, inside a TileScope, where
