@@ -13,9 +13,6 @@
 namespace vit {
 namespace {
 
-// The widest head the kernel's packing takes (amx/packing's transposes).
-constexpr int64_t kMaxHeadDim = 512;
-
 // The projection's layout: (B, N, 3*H*Dh).
 struct Layout {
   int64_t batch, tokens, heads, head_dim;
@@ -158,10 +155,6 @@ torch::Tensor composed(const torch::Tensor& qkv, const torch::Tensor& bias, int6
       .reshape({l.batch, l.tokens, l.width()});
 }
 
-}  // namespace
-
-namespace {
-
 // The checks both questions share: heads of a width the kernel takes, a bias
 // it takes, and AMX's tiles usable.
 bool heads_fit(const torch::Tensor& bias, int64_t heads, int64_t head_dim) {
@@ -169,8 +162,8 @@ bool heads_fit(const torch::Tensor& bias, int64_t heads, int64_t head_dim) {
       !bias.defined() ||
       (detail::is_contiguous_on_cpu(bias) && bias.scalar_type() == torch::kFloat &&
        bias.dim() == 1 && bias.size(0) == 3 * heads * head_dim);
-  return heads > 0 && head_dim > 0 && head_dim % detail::amx::kTileDepth == 0 &&
-         head_dim <= kMaxHeadDim && bias_fits && detail::amx::tiles_usable();
+  return heads > 0 && head_dim > 0 && head_dim % detail::amx::kTileDepth == 0 && bias_fits &&
+         detail::amx::tiles_usable();
 }
 
 }  // namespace

@@ -18,9 +18,16 @@
 // writes the heads, the scores, the probabilities and the head-major output
 // to memory between its passes.
 //
+// On the CPU benchmark job (bf16, batch 128, Intel Xeon with AMX, 2 threads)
+// this took the training step from 293 to 271 ms: the products, the softmax,
+// the head split and its copies 57 ms a step before, the kernel 38 after
+// (docs/benchmarks.md).
+//
 // The scores and the softmax's gradient stay in fp32 inside the kernel; the
 // probabilities and the gradient of the scores are rounded to bf16 before the
-// products that read them, as LibTorch's bf16 operators round them.
+// products that read them, as LibTorch's bf16 operators round them. Its bf16
+// results (and the biased q, k and v) are rounded by vcvtneps2bf16: to
+// nearest, ties to even, subnormals to zero.
 // Everything else (other CPUs and dtypes, strided projections, head widths
 // that are not a multiple of 32) runs LibTorch's operators.
 #include <torch/types.h>
