@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 
-
 #include "vit/cpu_isa.hpp"
 
 #if defined(__linux__) && defined(__x86_64__)
