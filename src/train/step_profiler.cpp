@@ -146,6 +146,7 @@ void StepProfiler::after_step(int64_t step) {
   const auto result = profiler::disableProfiler();
   recording_ = false;
   std::vector<Call> calls;
+  int64_t kernels = 0;
   for (const auto& e : result->events()) {
     if (e.deviceType() == c10::DeviceType::CPU) {
       calls.push_back(call_of(e));
@@ -154,11 +155,17 @@ void StepProfiler::after_step(int64_t step) {
       kernel.name = "[gpu] " + kernel.name;
       kernel.thread = kGpuThreadBase + e.deviceResourceId();
       calls.push_back(kernel);
+      ++kernels;
     }
   }
   write_profile(path_, calls, count_);
-  spdlog::info("profile of steps {}..{}: {} (operator table), {}.trace.json", first_ + 1,
-               first_ + count_, path_, path_);
+  spdlog::info(
+      "profile of steps {}..{}: {} (operator table), {}.trace.json: {} host calls, {} "
+      "GPU kernels ({} events)",
+      first_ + 1, first_ + count_, path_, path_, calls.size() - kernels, kernels,
+      result->events().size());
+  if (calls.empty())
+    spdlog::warn("the profiler recorded no operator in steps {}..{}", first_ + 1, first_ + count_);
 }
 
 }  // namespace vit
