@@ -177,6 +177,9 @@ void for_each_field(C& c, F&& f) {
     "across training); 0 = off");
   f("train.cuda_graph", t.cuda_graph,
     "on CUDA, replay the training step from a CUDA graph (not under torchrun or --profile)");
+  f("train.bf16_activations", t.bf16_activations,
+    "on CUDA under bf16: activations, LayerNorm and the residual stream in bf16 end to end, "
+    "from bf16 copies of every parameter; false = autocast (fp32 LayerNorm and residual stream)");
   f("train.init", t.init,
     "weights to start from: a vit .pt or a timm .safetensors; empty = none (vit train --init)");
   f("train.init_strict", t.init_strict,

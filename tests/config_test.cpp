@@ -33,6 +33,7 @@ TEST(Config, DefaultsMatchTheDesignDocument) {
   EXPECT_DOUBLE_EQ(c.train.lr, 1e-3);
   EXPECT_EQ(c.train.precision, Precision::kAuto);
   EXPECT_TRUE(c.train.cuda_graph);
+  EXPECT_TRUE(c.train.bf16_activations);
   EXPECT_NO_THROW(c.validate());
 }
 

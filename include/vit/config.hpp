@@ -124,6 +124,12 @@ struct TrainConfig {
   // On CUDA, replay the training step from a CUDA graph (train/cuda_graph_step.hpp),
   // except under torchrun or --profile; ignored on the CPU.
   bool cuda_graph = true;
+  // On CUDA under bf16: activations, LayerNorm and the residual stream in bf16
+  // end to end, read from bf16 copies of every parameter (fp32 master weights
+  // in the optimizer) instead of autocast, which keeps LayerNorm and the
+  // residual stream in fp32 with casts around them. Ignored on the CPU and
+  // under fp32 or fp16 (train/weight_mirror.hpp).
+  bool bf16_activations = true;
   // Fine-tuning (vit train --init; weights/pretrained.hpp).
   std::string init = "";        // weights to start from: a vit .pt or timm .safetensors; "" = none
   bool init_strict = false;     // every model tensor from the file, every file tensor used

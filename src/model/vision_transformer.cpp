@@ -38,15 +38,18 @@ torch::nn::LayerNorm make_norm(const ModelConfig& cfg) {
 }
 
 // norm(x), through kernels/layer_norm: the module holds the parameters (timm's
-// names), our kernel computes.
+// names), our kernel computes. Its parameters are compute_weight's: bf16
+// copies where a training step runs in bf16 end to end (train/weight_mirror).
 torch::Tensor normalized(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
-  return vit::layer_norm(x, norm->weight, norm->bias, norm->options.eps());
+  return vit::layer_norm(x, compute_weight(norm->weight), compute_weight(norm->bias),
+                         norm->options.eps());
 }
 
 // norm(x) as the input of a linear layer: bf16 straight from the kernel under
 // CPU bf16 autocast (see layer_norm_for_linear).
 torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
-  return layer_norm_for_linear(x, norm->weight, norm->bias, norm->options.eps());
+  return layer_norm_for_linear(x, compute_weight(norm->weight), compute_weight(norm->bias),
+                               norm->options.eps());
 }
 
 // y = x W^T + b through kernels/linear (oneDNN's sgemm in fp32 where the build
@@ -353,10 +356,10 @@ void VisionTransformerImpl::init_weights() {
 }
 
 torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
-  auto patches = patch_embed(images);                      // (B, g*g, D)
-  auto cls = cls_token.expand({patches.size(0), -1, -1});  // (B, 1, D)
+  auto patches = patch_embed(images);                                      // (B, g*g, D)
+  auto cls = compute_weight(cls_token).expand({patches.size(0), -1, -1});  // (B, 1, D)
   return pos_drop(torch::cat({cls.to(patches.scalar_type()), patches}, /*dim=*/1) +
-                  pos_embed);  // (B, N, D)
+                  compute_weight(pos_embed));  // (B, N, D)
 }
 
 torch::Tensor VisionTransformerImpl::pool(const torch::Tensor& tokens) {

@@ -43,6 +43,10 @@ void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
 
 }  // namespace
 
+bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations) {
+  return bf16_activations && precision == Precision::kBf16 && device.is_cuda();
+}
+
 std::optional<at::ScalarType> autocast_dtype(Precision precision) {
   switch (precision) {
     case Precision::kFp32:

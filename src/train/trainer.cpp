@@ -134,8 +134,16 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   model_->to(device_);
   prepare_for_fine_tuning();
   optimizer_ = make_optimizer(model_, config_.train);
+  bf16_end_to_end_ =
+      runs_bf16_end_to_end(precision_.precision, device_, config_.train.bf16_activations);
   if (const auto dtype = autocast_dtype(precision_.precision))
-    weight_mirror_ = std::make_unique<WeightMirror>(model_, *optimizer_, *dtype);
+    weight_mirror_ = std::make_unique<WeightMirror>(
+        model_, *optimizer_, *dtype,
+        bf16_end_to_end_ ? MirrorScope::kAllParameters : MirrorScope::kMatrixProducts);
+  if (bf16_end_to_end_)
+    spdlog::info(
+        "the step runs in bf16 end to end, from bf16 copies of the weights "
+        "(train.bf16_activations; false = autocast)");
   train_loader_ = std::make_unique<data::BatchLoader>(
       splits_.train, train_loader_options(config_, device_, group_));
   val_loader_ = std::make_unique<data::BatchLoader>(share_of(splits_.val, group_),
@@ -203,10 +211,11 @@ void Trainer::train_step(const data::Batch& batch) {
   if (weight_mirror_) weight_mirror_->refresh();
   torch::Tensor logits;
   {
-    AutocastScope autocast(precision_.precision, device_);
+    std::optional<AutocastScope> autocast;
+    if (!bf16_end_to_end_) autocast.emplace(precision_.precision, device_);
     std::optional<WeightSubstitution> low_precision_weights;
     if (weight_mirror_) low_precision_weights.emplace(weight_mirror_->substitutes());
-    logits = model_->forward(batch.images);
+    logits = model_->forward(bf16_end_to_end_ ? batch.images.to(torch::kBFloat16) : batch.images);
   }
   logits = logits.to(torch::kFloat);  // (B, K); the loss is computed in fp32
   const double smoothing = config_.train.label_smoothing;

@@ -17,7 +17,8 @@ int64_t offset_in(const at::Tensor& flat, const at::Tensor& parameter) {
 
 }  // namespace
 
-WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype)
+WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype,
+                           MirrorScope scope)
     : optimizer_(optimizer) {
   const auto& flat = optimizer.values();
   values_ = torch::empty_like(flat, flat.options().dtype(dtype));
@@ -35,6 +36,11 @@ WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::S
     copy.mutable_grad() = gradients_.narrow(0, offset, n).view(parameter.sizes());
     substitutes_.emplace(parameter.unsafeGetTensorImpl(), copy);
   };
+  if (scope == MirrorScope::kAllParameters) {
+    for (const auto& parameter : model->parameters())
+      mirror(parameter);
+    return;
+  }
   for (const auto& module : model->modules(/*include_self=*/false)) {
     if (auto* linear = module->as<torch::nn::Linear>()) {
       mirror(linear->weight);

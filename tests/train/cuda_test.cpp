@@ -12,10 +12,13 @@
 #include "cli/trained_checkpoint.hpp"
 #include "process.hpp"
 #include "synthetic.hpp"
+#include "vit/model/weight_substitution.hpp"
 #include "vit/train/evaluate.hpp"
+#include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
 #include "vit/train/step_profiler.hpp"
 #include "vit/train/trainer.hpp"
+#include "vit/train/weight_mirror.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit_test_paths.hpp"
 
@@ -104,14 +107,48 @@ TEST_F(CudaTest, Bf16LogitsAndGradientsStayNearTheCpuFp32Ones) {
     EXPECT_LT(relative_error(p.value().grad(), cpu_params[p.key()].grad()), 5e-2) << p.key();
 }
 
+// bf16 end to end (train.bf16_activations): every parameter read through its
+// bf16 copy, no autocast, so flash attention, LayerNorm and the residual
+// stream all run in bf16; still near the CPU's fp32.
+TEST_F(CudaTest, Bf16EndToEndLogitsAndGradientsStayNearTheCpuFp32Ones) {
+  auto [cpu, gpu] = twins(parity_model());
+  auto optimizer = make_optimizer(gpu, testing::texture_config().train);
+  WeightMirror mirror(gpu, *optimizer, torch::kBFloat16, MirrorScope::kAllParameters);
+  const auto images = torch::randn({8, 1, 8, 8});
+  const auto labels = torch::randint(0, 4, {8}, torch::kInt64);
+  torch::nn::functional::cross_entropy(cpu->forward(images), labels).backward();
+  optimizer->zero_grad();
+  mirror.refresh();
+  at::Tensor logits;
+  {
+    WeightSubstitution substitution(mirror.substitutes());
+    logits = gpu->forward(images.to(kCuda, torch::kBFloat16));
+  }
+  EXPECT_EQ(logits.scalar_type(), at::kBFloat16);
+  EXPECT_LT(relative_error(logits, cpu->forward(images)), 2e-2);
+  torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels.to(kCuda)).backward();
+  // No fp32 parameter took part in the forward pass: until the copies'
+  // gradients are collected, the optimizer's are still zero_grad's zeros.
+  EXPECT_EQ(optimizer->gradients().abs().sum().item<float>(), 0.0f);
+  mirror.collect_gradients();
+  const auto cpu_params = cpu->named_parameters();
+  for (const auto& p : gpu->named_parameters())
+    EXPECT_LT(relative_error(p.value().grad(), cpu_params[p.key()].grad()), 5e-2) << p.key();
+}
+
 // Both low precisions learn the textures as well as fp32 does on the CPU
-// (TrainerTest.LossFallsAndAccuracyRisesAboveChance), fp16 through its loss
-// scaler, both with the step replayed from a CUDA graph.
+// (TrainerTest.LossFallsAndAccuracyRisesAboveChance), bf16 end to end and
+// under autocast, fp16 through its loss scaler, all with the step replayed
+// from a CUDA graph.
 TEST_F(CudaTest, Bf16AndFp16TrainingLearns) {
-  for (const Precision precision : {Precision::kBf16, Precision::kFp16}) {
-    const std::string name = name_of(precision);
+  for (const auto& [precision, bf16_activations] :
+       {std::pair{Precision::kBf16, true}, std::pair{Precision::kBf16, false},
+        std::pair{Precision::kFp16, true}}) {
+    const std::string name =
+        std::string(name_of(precision)) + (bf16_activations ? "" : "-autocast");
     Config c = testing::texture_config();
     c.train.precision = precision;
+    c.train.bf16_activations = bf16_activations;
     Trainer trainer(c, testing::texture_splits(), kCuda, run(name));
     const TrainSummary s = trainer.fit();
     EXPECT_EQ(s.stop_reason, "epochs done") << name;

@@ -49,6 +49,11 @@ PrecisionChoice choose_precision(Precision requested, c10::Device device);
 // picks on `device`. fp16 needs CUDA; off CUDA an fp16 model runs in fp32.
 Precision evaluation_precision(Precision trained, c10::Device device);
 
+// Whether a training step runs in bf16 from end to end, with no autocast
+// (train.bf16_activations; train/weight_mirror.hpp): under bf16 on CUDA,
+// where it is asked for. Everywhere else the step runs under autocast.
+bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations);
+
 // Turns autocast on for the device type for the scope's lifetime.
 // fp32 does nothing; bf16 works on CPU and CUDA; fp16 needs CUDA.
 class AutocastScope {

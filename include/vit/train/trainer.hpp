@@ -103,6 +103,7 @@ class Trainer {
   VisionTransformer model_{nullptr};
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
+  bool bf16_end_to_end_ = false;                 // no autocast: the mirror holds every parameter
   std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
   LossScaler scaler_;

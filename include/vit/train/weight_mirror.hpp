@@ -17,6 +17,12 @@
 // precision too, which it then widens to fp32 exactly as the addition does.
 // LayerNorm's parameters and the embeddings, which autocast leaves in fp32,
 // are not substituted, and their gradients reach the fp32 vector as before.
+//
+// Without autocast (train.bf16_activations on CUDA) the mirror holds every
+// trained parameter instead, LayerNorm's and the embeddings' too, and the
+// model computes in bf16 from end to end: the residual stream, LayerNorm's
+// input and output and their gradients are bf16, with no casts between the
+// layers. The optimizer still updates fp32 master weights.
 #include <ATen/core/Tensor.h>
 
 #include "vit/model/vision_transformer.hpp"
@@ -25,11 +31,18 @@
 
 namespace vit {
 
+// Which parameters the mirror copies.
+enum class MirrorScope {
+  kMatrixProducts,  // the Linear and Conv2d weights and biases: under autocast
+  kAllParameters,   // every parameter: no autocast, the model runs in `dtype`
+};
+
 class WeightMirror {
  public:
-  // Mirrors, in `dtype`, the weights and biases of `model`'s Linear and Conv2d
-  // modules that `optimizer` trains (its flat vector holds them).
-  WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype);
+  // Mirrors, in `dtype`, the parameters in `scope` of `model` that
+  // `optimizer` trains (its flat vector holds them).
+  WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype,
+               MirrorScope scope = MirrorScope::kMatrixProducts);
 
   // Before the forward pass: the copies take the current fp32 values, and
   // their gradients are zeroed.
