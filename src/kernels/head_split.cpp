@@ -44,6 +44,21 @@ bool own_kernel_runs(const torch::Tensor& x, const torch::Tensor& bias) {
   return input_fits(x) && (!bias.defined() || bias_fits(bias, x.size(2)));
 }
 
+// Off the CPU: views of x, (B, H, N, Dh) each, cut from its last dimension.
+// SDPA's backward (cuDNN's) writes each gradient in its input's layout, so
+// the three gradients are (B, N, H, Dh) in memory, and x's gradient is their
+// concatenation along the last dimension: one copy. Views taken through a
+// (B, N, P, H, Dh) reshape cost two, the stack of the three gradients and
+// the copy back into x's layout (the H200's profile of p4d384/512:
+// CatArrayBatchedCopy and a copy kernel, 12 calls of each per step).
+std::vector<torch::Tensor> head_views(const torch::Tensor& x, const HeadShape& s) {
+  std::vector<torch::Tensor> out;
+  out.reserve(s.parts);
+  for (const auto& part : x.chunk(s.parts, /*dim=*/-1))  // (B, N, H Dh) each
+    out.push_back(part.view({x.size(0), x.size(1), s.heads, s.head_dim}).transpose(1, 2));
+  return out;
+}
+
 // LibTorch's copies, for what our kernel does not take.
 std::vector<torch::Tensor> copied_heads(const torch::Tensor& x, const HeadShape& s) {
   const auto packed = parts_view(x, s);
@@ -182,8 +197,7 @@ void check_width(const torch::Tensor& x, int64_t parts, int64_t heads, int64_t h
 std::vector<torch::Tensor> split(const torch::Tensor& x, const torch::Tensor& bias, int64_t parts,
                                  int64_t heads, int64_t head_dim) {
   const HeadShape s{parts, heads, head_dim};
-  if (!x.device().is_cpu())  // unmeasured there: the strided views, as LibTorch makes them
-    return parts_view(x, s).permute({2, 0, 3, 1, 4}).unbind(0);
+  if (!x.device().is_cpu()) return head_views(x, s);
   const bool needs_graph = torch::GradMode::is_enabled() &&
                            (x.requires_grad() || (bias.defined() && bias.requires_grad()));
   if (needs_graph)

@@ -9,6 +9,7 @@
 #include "kernel_operands.hpp"
 #include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
+#include "vit/kernels/product_reductions.hpp"
 
 namespace vit {
 namespace {
@@ -109,6 +110,8 @@ bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& wei
 torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
                          const torch::Tensor& bias, double eps, bool to_bf16) {
   RECORD_FUNCTION("vit::layer_norm", std::vector<c10::IValue>({x}));  // for the step profiler
+  if (product_reductions_apply(x, weight, bias))                      // on GPUs, bf16 end to end
+    return layer_norm_with_product_gradients(x, weight, bias, eps);
   if (!layer_norm_uses_own_kernel(x, weight, bias)) {
     auto y = torch::layer_norm(x, {x.size(-1)}, weight, bias, eps);
     return to_bf16 ? y.to(torch::kBFloat16) : y;

@@ -7,6 +7,7 @@
 #include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
 #include "vit/build_features.hpp"
+#include "vit/kernels/product_reductions.hpp"
 
 #if VIT_WITH_ONEDNN_SGEMM
 #include <oneapi/dnnl/dnnl.h>
@@ -138,6 +139,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
     return shaped_like_input(product(as_rows(x), weight, bias), x);
   }
 #endif
+  if (product_reductions_apply(x, weight, bias))  // on GPUs, bf16 end to end
+    return linear_with_product_bias_gradient(x, weight, bias);
   return at::linear(x, weight, bias);
 }
 
