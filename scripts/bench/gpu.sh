@@ -12,6 +12,8 @@
 #                 eager PyTorch, dataset and augmentation on the GPU, no host
 #                 sync in the step
 #   timm-compile  the same under torch.compile
+#   vit-autocast  vit with train.bf16_activations=false: autocast, with
+#                 LayerNorm and the residual stream in fp32
 #
 # Rows (ROW = MODEL/BATCH):
 #   demo/64 demo/512   the demo model: patch 7, dim 128, depth 6, 4 heads, MLP 256
@@ -77,8 +79,8 @@ run_one() {
   local who=$1 model=${2%/*} batch=${2#*/} run=$3
   read -r patch dim depth heads mlp <<<"$(model_shape "$model")"
   case "$who" in
-    vit)
-      local out=$WORK/vit-$model-$batch-$run
+    vit | vit-autocast)
+      local out=$WORK/$who-$model-$batch-$run
       rm -rf "$out"
       # As many steps as timm's (WARMUP + STEPS): Fashion-MNIST's 60,000
       # training images less the 1,024 held out are one epoch of 115 steps at
@@ -93,6 +95,7 @@ run_one() {
                   data.limit_test=1024)
       # shellcheck disable=SC2206
       sets+=(${VIT_SET:-})
+      [[ $who == vit-autocast ]] && sets+=(train.bf16_activations=false)
       local args=()
       for s in "${sets[@]}"; do args+=(--set "$s"); done
       "$VIT" train --config configs/fashion-mnist.json "${args[@]}" --device "$DEVICE" \
@@ -115,7 +118,7 @@ PY
         --depth "$depth" --heads "$heads" --mlp-dim "$mlp" "${extra[@]}" 2>"$WORK/$who.err" |
         tail -n 1 || { cat "$WORK/$who.err" >&2; die "$who failed"; }
       ;;
-    *) die "unknown contender '$who' (known: vit, timm, timm-compile)" ;;
+    *) die "unknown contender '$who' (known: vit, vit-autocast, timm, timm-compile)" ;;
   esac
 }
 
@@ -124,7 +127,7 @@ results=$WORK/results.jsonl
 : >"$results"
 contenders=()
 for who in $CONTENDERS; do
-  [[ $who == vit || $have_timm == 1 ]] && contenders+=("$who")
+  [[ $who == vit* || $have_timm == 1 ]] && contenders+=("$who")
 done
 echo "bench_gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null || echo "$DEVICE"), $(date -u +%F)" >&2
 for row in "${rows[@]}"; do
