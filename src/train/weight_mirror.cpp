@@ -37,8 +37,17 @@ WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::S
     substitutes_.emplace(parameter.unsafeGetTensorImpl(), copy);
   };
   if (scope == MirrorScope::kAllParameters) {
-    for (const auto& parameter : model->parameters())
+    for (const auto& parameter : model->parameters()) {
       mirror(parameter);
+      // A frozen parameter (train.freeze) gets a copy too, without a
+      // gradient: with no autocast, an fp32 weight could not meet bf16
+      // activations.
+      if (substitutes_.count(parameter.unsafeGetTensorImpl()) == 0) {
+        auto copy = parameter.detach().to(dtype);
+        frozen_.emplace_back(parameter, copy);
+        substitutes_.emplace(parameter.unsafeGetTensorImpl(), copy);
+      }
+    }
     return;
   }
   for (const auto& module : model->modules(/*include_self=*/false)) {
@@ -56,6 +65,8 @@ void WeightMirror::refresh() {
   torch::NoGradGuard no_grad;
   values_.copy_(optimizer_.values());
   gradients_.zero_();
+  for (auto& [parameter, copy] : frozen_)  // a resumed checkpoint may have loaded them
+    copy.copy_(parameter);
 }
 
 void WeightMirror::collect_gradients() {

@@ -156,6 +156,38 @@ TEST(WeightMirror, MirroringEveryParameterRunsTheModelInBf16NearFp32) {
     EXPECT_LT(relative_error(p.value().grad(), expected[p.key()].grad()), 5e-2) << p.key();
 }
 
+// Frozen parameters (train.freeze) get a bf16 copy too when every parameter
+// is mirrored, or an fp32 weight would meet bf16 activations with no
+// autocast to cast it; each refresh re-reads them, as resuming loads them.
+TEST(WeightMirror, MirroringEveryParameterCopiesTheFrozenOnesWithoutGradients) {
+  auto model = seeded_model();
+  auto& frozen = model->patch_embed->proj->weight;
+  frozen.set_requires_grad(false);
+  auto optimizer = make_optimizer(model, testing::texture_config().train);
+  WeightMirror mirror(model, *optimizer, torch::kBFloat16, MirrorScope::kAllParameters);
+  EXPECT_EQ(mirror.substitutes().size(), model->parameters().size());
+  const auto& copy = mirror.substitutes().at(frozen.unsafeGetTensorImpl());
+  EXPECT_EQ(copy.scalar_type(), torch::kBFloat16);
+  EXPECT_FALSE(copy.requires_grad());
+  {
+    torch::NoGradGuard no_grad;
+    frozen.mul_(2);  // as a resumed checkpoint's values would
+  }
+  optimizer->zero_grad();
+  mirror.refresh();
+  EXPECT_TRUE(torch::equal(copy, frozen.to(torch::kBFloat16)));
+  torch::Tensor logits;
+  {
+    WeightSubstitution substitution(mirror.substitutes());
+    logits = model->forward(torch::randn({2, 1, 8, 8}).to(torch::kBFloat16));
+  }
+  EXPECT_EQ(logits.scalar_type(), torch::kBFloat16);
+  logits.to(torch::kFloat).sum().backward();
+  mirror.collect_gradients();
+  EXPECT_FALSE(frozen.grad().defined());
+  EXPECT_GT(model->patch_embed->proj->bias.grad().abs().sum().item<float>(), 0.0f);
+}
+
 TEST(Bf16EndToEnd, RunsUnderBf16OnCudaWhereAskedFor) {
   const c10::Device cuda("cuda:0");
   EXPECT_TRUE(runs_bf16_end_to_end(Precision::kBf16, cuda, true));

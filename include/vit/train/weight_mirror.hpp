@@ -23,6 +23,9 @@
 // model computes in bf16 from end to end: the residual stream, LayerNorm's
 // input and output and their gradients are bf16, with no casts between the
 // layers. The optimizer still updates fp32 master weights.
+#include <utility>
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 #include "vit/model/vision_transformer.hpp"
@@ -40,7 +43,8 @@ enum class MirrorScope {
 class WeightMirror {
  public:
   // Mirrors, in `dtype`, the parameters in `scope` of `model` that
-  // `optimizer` trains (its flat vector holds them).
+  // `optimizer` trains (its flat vector holds them). kAllParameters also
+  // copies the frozen ones, without gradients.
   WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype,
                MirrorScope scope = MirrorScope::kMatrixProducts);
 
@@ -56,6 +60,7 @@ class WeightMirror {
   Optimizer& optimizer_;
   at::Tensor values_, gradients_;  // flat, in `dtype`, laid out as the optimizer's
   WeightMap substitutes_;
+  std::vector<std::pair<at::Tensor, at::Tensor>> frozen_;  // (parameter, copy), kAllParameters
 };
 
 }  // namespace vit
