@@ -1,7 +1,8 @@
 #pragma once
 // On GPUs, the sums over every row that a backward pass needs (LayerNorm's
 // weight and bias gradients, a linear layer's bias gradient) as matrix
-// products, which cuBLAS runs at memory speed.
+// products, which cuBLAS runs near memory speed (16 us for the 40 MB of a
+// LayerNorm's dy^T x_hat on an H200).
 //
 // LibTorch computes them with reduction kernels that fit this job's shapes
 // badly: on an H200, the p4d384/512 step (25,600 rows of 384) spent 2.85 ms

@@ -19,10 +19,11 @@
 // are not substituted, and their gradients reach the fp32 vector as before.
 //
 // Without autocast (train.bf16_activations on CUDA) the mirror holds every
-// trained parameter instead, LayerNorm's and the embeddings' too, and the
-// model computes in bf16 from end to end: the residual stream, LayerNorm's
-// input and output and their gradients are bf16, with no casts between the
-// layers. The optimizer still updates fp32 master weights.
+// parameter instead, LayerNorm's and the embeddings' too (frozen ones as
+// copies without gradients), and the model computes in bf16 from end to end:
+// the residual stream, LayerNorm's input and output and their gradients are
+// bf16, with no casts between the layers. The optimizer still updates fp32
+// master weights.
 #include <utility>
 #include <vector>
 
