@@ -1,8 +1,9 @@
 #include "vit/kernels/product_reductions.hpp"
 
-#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 #include <torch/torch.h>
+
+#include "cpu_autocast.hpp"
 
 namespace vit {
 namespace {
@@ -69,14 +70,6 @@ struct LinearProductBiasGradient : torch::autograd::Function<LinearProductBiasGr
   }
 };
 
-bool cuda_autocast_is_on() {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  return at::autocast::is_autocast_enabled(at::kCUDA);
-#else
-  return at::autocast::is_enabled();
-#endif
-}
-
 }  // namespace
 
 torch::Tensor layer_norm_with_product_gradients(const torch::Tensor& x, const torch::Tensor& weight,
@@ -91,14 +84,14 @@ torch::Tensor linear_with_product_bias_gradient(const torch::Tensor& x, const to
 
 bool product_reductions_apply(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias) {
-  if (!bias.defined()) return false;
+  if (!x.is_cuda() || !bias.defined()) return false;  // the CPU's every call leaves here
   const auto dtype = x.scalar_type();
   const bool low_precision = dtype == torch::kBFloat16 || dtype == torch::kHalf;
   const bool gradients = torch::GradMode::is_enabled() &&
                          (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
-  return x.is_cuda() && low_precision && weight.scalar_type() == dtype &&
-         bias.scalar_type() == dtype && x.dim() >= 2 && x.is_contiguous() &&
-         weight.is_contiguous() && gradients && !cuda_autocast_is_on();
+  return low_precision && weight.scalar_type() == dtype && bias.scalar_type() == dtype &&
+         x.dim() >= 2 && x.is_contiguous() && weight.is_contiguous() && gradients &&
+         !autocast_is_on(c10::DeviceType::CUDA);
 }
 
 }  // namespace vit
