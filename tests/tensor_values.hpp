@@ -1,5 +1,6 @@
 #pragma once
 // Small tensors written out in a test, and their comparison with a result.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,14 @@ inline bool near(const torch::Tensor& actual, const torch::Tensor& expected, dou
   return actual.sizes() == expected.sizes() &&
          torch::allclose(actual.to(torch::kDouble), expected.to(torch::kDouble), /*rtol=*/0.0,
                          /*atol=*/tol);
+}
+
+// |actual - expected| / |expected| over the whole tensors (Frobenius norms),
+// in double on the CPU, wherever the two live.
+inline double relative_error(const torch::Tensor& actual, const torch::Tensor& expected) {
+  const auto a = actual.detach().to(torch::kCPU, torch::kDouble);
+  const auto e = expected.detach().to(torch::kCPU, torch::kDouble);
+  return (a - e).norm().item<double>() / std::max(e.norm().item<double>(), 1e-30);
 }
 
 }  // namespace vit::testing

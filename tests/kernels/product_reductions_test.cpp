@@ -1,7 +1,7 @@
 // LayerNorm and the linear layer with their parameter gradients as matrix
 // products (the model's path on GPUs, bf16 end to end), against LibTorch's
-// own operators, forward and backward. They run on any device: here on the
-// CPU, and on a GPU in CudaTest.
+// own operators, forward and backward. They run on any device: on the CPU,
+// and on a GPU where there is one (CudaProductReductions).
 #include "vit/kernels/product_reductions.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,9 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "tensor_values.hpp"
+#include "vit/train/precision.hpp"
 
 namespace vit::product_reductions_test {
 namespace {
@@ -27,17 +30,11 @@ std::vector<torch::Tensor> run(const Op& op, const torch::Tensor& x, const torch
   return {y.detach(), xl.grad(), wl.grad(), bl.grad()};
 }
 
-// |value - reference| / |reference| over the whole tensor, in double.
-double relative_error(const torch::Tensor& value, const torch::Tensor& reference) {
-  const auto v = value.to(torch::kDouble), r = reference.to(torch::kDouble);
-  return (v - r).norm().item<double>() / r.norm().item<double>();
-}
-
-// op in `dtype` against reference_op in double, from the same inputs
-// (rounded to `dtype` once).
+// op in `dtype` on `device` against reference_op in double on the CPU, from
+// the same inputs (rounded to `dtype` once).
 void expect_near_reference(const Op& op, const Op& reference_op, torch::ScalarType dtype,
                            const std::vector<int64_t>& x_shape, int64_t weight_rows,
-                           double tolerance) {
+                           double tolerance, c10::Device device = torch::kCPU) {
   torch::manual_seed(7);
   const int64_t d = x_shape.back();
   // A mean far from 0 and a spread unlike 1, where rounding x_hat would show.
@@ -49,22 +46,22 @@ void expect_near_reference(const Op& op, const Op& reference_op, torch::ScalarTy
   auto y_shape = x_shape;
   if (weight_rows > 0) y_shape.back() = weight_rows;
   const auto dy = torch::randn(y_shape).to(dtype);
-  const auto got = run(op, x, weight, bias, dy);
+  const auto got = run(op, x.to(device), weight.to(device), bias.to(device), dy.to(device));
   const auto want = run(reference_op, x.to(torch::kDouble), weight.to(torch::kDouble),
                         bias.to(torch::kDouble), dy.to(torch::kDouble));
   const char* names[] = {"y", "dx", "dweight", "dbias"};
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].scalar_type(), dtype) << names[i];
     EXPECT_EQ(got[i].sizes(), want[i].sizes()) << names[i];
-    EXPECT_LT(relative_error(got[i], want[i]), tolerance)
+    EXPECT_LT(testing::relative_error(got[i], want[i]), tolerance)
         << names[i] << ", " << c10::toString(dtype) << ", x " << c10::IntArrayRef(x_shape);
   }
 }
 
 // fp32 (above) checks the arithmetic to 1e-5; bf16 checks the types through
 // it. The CPU's bf16 products round their sums more coarsely than cuBLAS
-// (1.5% on a sum of 130 rows here), so the CPU's tolerance is 3%; CudaTest
-// holds the GPU's results to 1%.
+// (1.5% on a sum of 130 rows here), so the CPU's tolerance is 3%;
+// CudaProductReductions holds the GPU's results to 1%.
 constexpr double kBf16Tolerance = 3e-2;
 
 torch::Tensor layer_norm_ours(const torch::Tensor& x, const torch::Tensor& w,
@@ -93,13 +90,38 @@ TEST(LinearProductBiasGradient, MatchesLibTorchForwardAndBackward) {
   }
 }
 
-// Only for the GPU path: CPU tensors, fp32, autocast and missing gradients
-// keep LibTorch's operators (CudaTest checks the CUDA cases).
+// Only for the GPU path: CPU tensors keep LibTorch's operators
+// (CudaProductReductions checks the CUDA cases).
 TEST(ProductReductions, ApplyOnlyToLowPrecisionCudaTensorsWithGradients) {
   const auto x = torch::randn({4, 8}, torch::kBFloat16).requires_grad_();
   const auto w = torch::randn({8}, torch::kBFloat16), b = torch::randn({8}, torch::kBFloat16);
   EXPECT_FALSE(product_reductions_apply(x, w, b));  // on the CPU
   EXPECT_FALSE(product_reductions_apply(x, w, torch::Tensor()));
+}
+
+// On a GPU, where the model takes them (bf16 end to end): bf16 within 1% of
+// double, and the path chosen only outside autocast, with gradients to
+// compute. Skips without a CUDA device (CI has none).
+TEST(CudaProductReductions, MatchLibTorchInBf16AndApplyOnlyOutsideAutocast) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+  const c10::Device cuda(c10::kCUDA, 0);
+  expect_near_reference(layer_norm_ours, layer_norm_libtorch, torch::kBFloat16, {8, 65, 384}, 0,
+                        1e-2, cuda);
+  expect_near_reference(linear_with_product_bias_gradient, at::linear, torch::kBFloat16,
+                        {8, 65, 384}, 96, 1e-2, cuda);
+  const auto x =
+      torch::randn({4, 8}, torch::TensorOptions(cuda).dtype(torch::kBFloat16)).requires_grad_();
+  const auto w = torch::randn({8}, x.options()), b = torch::randn({8}, x.options());
+  EXPECT_TRUE(product_reductions_apply(x, w, b));
+  EXPECT_FALSE(
+      product_reductions_apply(x.to(torch::kFloat), w.to(torch::kFloat), b.to(torch::kFloat)));
+  EXPECT_FALSE(product_reductions_apply(x, w, torch::Tensor()));
+  {
+    AutocastScope autocast(Precision::kBf16, cuda);
+    EXPECT_FALSE(product_reductions_apply(x, w, b));
+  }
+  torch::NoGradGuard no_grad;
+  EXPECT_FALSE(product_reductions_apply(x, w, b));
 }
 
 }  // namespace

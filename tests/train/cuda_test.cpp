@@ -12,7 +12,7 @@
 #include "cli/trained_checkpoint.hpp"
 #include "process.hpp"
 #include "synthetic.hpp"
-#include "vit/kernels/product_reductions.hpp"
+#include "tensor_values.hpp"
 #include "vit/model/weight_substitution.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/optimizer.hpp"
@@ -30,11 +30,7 @@ namespace fs = std::filesystem;
 
 const c10::Device kCuda(c10::kCUDA, 0);
 
-double relative_error(const at::Tensor& value, const at::Tensor& reference) {
-  const auto v = value.detach().to(torch::kCPU, torch::kFloat64);
-  const auto r = reference.detach().to(torch::kCPU, torch::kFloat64);
-  return (v - r).norm().item<double>() / std::max(r.norm().item<double>(), 1e-30);
-}
+using testing::relative_error;
 
 ModelConfig parity_model() {
   ModelConfig m = testing::texture_config().model;
@@ -135,62 +131,6 @@ TEST_F(CudaTest, Bf16EndToEndLogitsAndGradientsStayNearTheCpuFp32Ones) {
   const auto cpu_params = cpu->named_parameters();
   for (const auto& p : gpu->named_parameters())
     EXPECT_LT(relative_error(p.value().grad(), cpu_params[p.key()].grad()), 5e-2) << p.key();
-}
-
-// bf16 end to end, the model's LayerNorm and linear layers take their
-// parameter gradients as matrix products (kernels/product_reductions): within
-// 1% of LibTorch in double from the same bf16 inputs, and only outside
-// autocast and with gradients to compute.
-TEST_F(CudaTest, ProductReductionsMatchLibTorchAndApplyOnlyOutsideAutocast) {
-  torch::manual_seed(4);
-  const auto x = (torch::randn({8, 65, 384}) * 3 + 2).to(torch::kBFloat16);
-  const auto gamma = (torch::randn({384}) * 0.5 + 1).to(torch::kBFloat16);
-  const auto beta = torch::randn({384}).to(torch::kBFloat16);
-  const auto weight = (torch::randn({96, 384}) * 0.05).to(torch::kBFloat16);
-  const auto bias = torch::randn({96}).to(torch::kBFloat16);
-  // The output and the three gradients of f(x, w, b) for the upstream dy.
-  const auto run = [](auto f, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                      const at::Tensor& dy) {
-    auto xl = x.clone().requires_grad_(), wl = w.clone().requires_grad_(),
-         bl = b.clone().requires_grad_();
-    auto y = f(xl, wl, bl);
-    y.backward(dy);
-    return std::vector<at::Tensor>{y.detach(), xl.grad(), wl.grad(), bl.grad()};
-  };
-  const auto norm_ours = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-    return layer_norm_with_product_gradients(x, w, b, 1e-6);
-  };
-  const auto norm_libtorch = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-    return torch::layer_norm(x, {x.size(-1)}, w, b, 1e-6);
-  };
-  const auto linear_libtorch = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-    return at::linear(x, w, b);
-  };
-  const auto dy_norm = torch::randn({8, 65, 384}).to(torch::kBFloat16);
-  const auto dy_linear = torch::randn({8, 65, 96}).to(torch::kBFloat16);
-  const auto d = [](const at::Tensor& t) { return t.to(torch::kDouble); };
-  const auto c = [](const at::Tensor& t) { return t.to(kCuda); };
-  const auto got_norm = run(norm_ours, c(x), c(gamma), c(beta), c(dy_norm));
-  const auto want_norm = run(norm_libtorch, d(x), d(gamma), d(beta), d(dy_norm));
-  const auto got_linear =
-      run(linear_with_product_bias_gradient, c(x), c(weight), c(bias), c(dy_linear));
-  const auto want_linear = run(linear_libtorch, d(x), d(weight), d(bias), d(dy_linear));
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(got_norm[i].scalar_type(), torch::kBFloat16) << i;
-    EXPECT_LT(relative_error(got_norm[i], want_norm[i]), 1e-2) << "LayerNorm, output " << i;
-    EXPECT_LT(relative_error(got_linear[i], want_linear[i]), 1e-2) << "linear, output " << i;
-  }
-  const auto xg = c(x).requires_grad_();
-  EXPECT_TRUE(product_reductions_apply(xg, c(gamma), c(beta)));
-  EXPECT_FALSE(product_reductions_apply(xg.to(torch::kFloat), c(gamma).to(torch::kFloat),
-                                        c(beta).to(torch::kFloat)));
-  EXPECT_FALSE(product_reductions_apply(xg, c(gamma), at::Tensor()));
-  {
-    AutocastScope autocast(Precision::kBf16, kCuda);
-    EXPECT_FALSE(product_reductions_apply(xg, c(gamma), c(beta)));
-  }
-  torch::NoGradGuard no_grad;
-  EXPECT_FALSE(product_reductions_apply(xg, c(gamma), c(beta)));
 }
 
 // Both low precisions learn the textures as well as fp32 does on the CPU

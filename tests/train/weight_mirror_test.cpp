@@ -6,6 +6,7 @@
 
 #include "error_of.hpp"
 #include "synthetic.hpp"
+#include "tensor_values.hpp"
 #include "vit/model/weight_substitution.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/precision.hpp"
@@ -118,11 +119,6 @@ TEST(WeightMirror, FrozenParametersAreNotMirrored) {
   EXPECT_EQ(mirror.substitutes().size(), 2u * 4u * 2u + 2u);
 }
 
-double relative_error(const at::Tensor& value, const at::Tensor& reference) {
-  const auto v = value.detach().to(torch::kFloat64), r = reference.detach().to(torch::kFloat64);
-  return (v - r).norm().item<double>() / r.norm().item<double>();
-}
-
 // Every parameter mirrored and no autocast (train.bf16_activations on CUDA):
 // the model computes in bf16 from end to end, near the fp32 model, and every
 // gradient reaches the fp32 optimizer through the mirror.
@@ -146,14 +142,14 @@ TEST(WeightMirror, MirroringEveryParameterRunsTheModelInBf16NearFp32) {
     logits = model->forward(images.to(torch::kBFloat16));
   }
   EXPECT_EQ(logits.scalar_type(), torch::kBFloat16);
-  EXPECT_LT(relative_error(logits, reference_logits), 2e-2);
+  EXPECT_LT(testing::relative_error(logits, reference_logits), 2e-2);
   torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels).backward();
   // (On the CPU our kernels add some biases from their fp32 parameters, whose
   // gradients arrive directly; CudaTest checks that none does on a GPU.)
   mirror.collect_gradients();
   const auto expected = reference->named_parameters();
   for (const auto& p : model->named_parameters())
-    EXPECT_LT(relative_error(p.value().grad(), expected[p.key()].grad()), 5e-2) << p.key();
+    EXPECT_LT(testing::relative_error(p.value().grad(), expected[p.key()].grad()), 5e-2) << p.key();
 }
 
 // Frozen parameters (train.freeze) get a bf16 copy too when every parameter
