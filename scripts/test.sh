@@ -20,8 +20,12 @@ run_suite() {  # LINE
   # host, whatever its CPU. (ONEDNN_MAX_CPU_ISA stays unset: LibTorch 1.13
   # asks the CPU, not oneDNN, whether bf16 products are there, and fails
   # when oneDNN alone is capped.)
-  local kernel_tests='^(Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionFromProjection|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
-  for isa in avx2 baseline; do
+  local kernel_tests='^(SimdSets|Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionFromProjection|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
+  # On a CPU with AVX512_BF16, also AVX-512 without it (the narrowing to
+  # bf16 in integer instructions, as on Intel's Skylake and Ice Lake Xeons).
+  local isas="avx2 baseline"
+  grep -qw avx512_bf16 /proc/cpuinfo && isas="avx512 $isas"
+  for isa in $isas; do
     echo "test.sh: the LibTorch $1 line, kernels and precision under VIT_CPU_ISA=$isa"
     (cd "$(torch_line_build_dir "$1")" &&
       VIT_CPU_ISA=$isa ATEN_CPU_CAPABILITY=$([ $isa = avx2 ] && echo avx2 || echo default) \

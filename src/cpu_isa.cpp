@@ -55,7 +55,8 @@ CpuIsa detect() {
   if (!ymm_saved || !bit(extended.b, 5)) return CpuIsa::kBaseline;                        // AVX2
   const bool avx512 = bit(extended.b, 16) && bit(extended.b, 30) && bit(extended.b, 31);  // F BW VL
   if (!zmm_saved || !avx512) return CpuIsa::kAvx2;
-  const bool avx512_bf16 = bit(cpuid(7, 1).a, 5);
+  // DQ too: every CPU with AVX512_BF16 has it, and the own kernels' bf16 set uses it.
+  const bool avx512_bf16 = bit(cpuid(7, 1).a, 5) && bit(extended.b, 17);
   if (!avx512_bf16) return CpuIsa::kAvx512;
   const bool amx_bf16 = bit(extended.d, 22) && bit(extended.d, 24);  // AMX-BF16, AMX-TILE
   // Linux also asks each process to request the tile state (arch_prctl);

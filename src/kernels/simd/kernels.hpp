@@ -1,9 +1,10 @@
 #pragma once
-// The own CPU kernels, one set per instruction set: detail::avx512 (16
-// lanes) and detail::avx2 (8 lanes), the same arithmetic lane by lane. Their
-// bodies are written once (kernels/simd/*.inc) in the lane functions of
-// avx512.hpp and avx2.hpp, and compiled once per set by kernels_avx512.cpp
-// and kernels_avx2.cpp.
+// The own CPU kernels, one set per instruction set: detail::avx512_bf16
+// and detail::avx512 (16 lanes), detail::avx2 (8 lanes), the same
+// arithmetic lane by lane (avx512_bf16 narrows to bf16 in hardware; see
+// avx512.hpp). Their bodies are written once (kernels/simd/*.inc) in the
+// lane functions of avx512.hpp and avx2.hpp, and compiled once per set by
+// kernels_avx512_bf16.cpp, kernels_avx512.cpp and kernels_avx2.cpp.
 #include <cstdint>
 
 #include <c10/util/BFloat16.h>
@@ -13,8 +14,12 @@ namespace vit::detail {
 // Which set the kernels run: the best that cpu_isa() (VIT_CPU_ISA's cap
 // included) allows; kNone where the CPU has neither, and LibTorch's
 // operators run instead.
-enum class SimdLevel { kNone, kAvx2, kAvx512 };
+enum class SimdLevel { kNone, kAvx2, kAvx512, kAvx512Bf16 };
 SimdLevel simd_level();
+
+namespace avx512_bf16 {
+#include "kernels.inc"
+}  // namespace avx512_bf16
 
 namespace avx512 {
 #include "kernels.inc"
@@ -28,6 +33,9 @@ namespace avx2 {
 
 // Runs `call`, a kernel's call written without its namespace, in the set
 // that simd_level() picked; callers have checked that it is not kNone.
-#define VIT_SIMD_DISPATCH(call)                                                                   \
-  (::vit::detail::simd_level() == ::vit::detail::SimdLevel::kAvx512 ? ::vit::detail::avx512::call \
-                                                                    : ::vit::detail::avx2::call)
+#define VIT_SIMD_DISPATCH(call)                                         \
+  (::vit::detail::simd_level() == ::vit::detail::SimdLevel::kAvx512Bf16 \
+       ? ::vit::detail::avx512_bf16::call                               \
+   : ::vit::detail::simd_level() == ::vit::detail::SimdLevel::kAvx512   \
+       ? ::vit::detail::avx512::call                                    \
+       : ::vit::detail::avx2::call)

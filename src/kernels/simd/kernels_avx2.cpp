@@ -13,12 +13,6 @@
 
 namespace vit::detail::avx2 {
 
-#include "exp.inc"
-#include "gelu.inc"
-#include "head_split.inc"
-#include "layer_norm.inc"
-#include "residual.inc"
-#include "residual_norm.inc"
-#include "softmax.inc"
+#include "kernel_bodies.inc"
 
 }  // namespace vit::detail::avx2

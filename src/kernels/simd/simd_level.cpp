@@ -7,6 +7,7 @@ namespace vit::detail {
 SimdLevel simd_level() {
   static const SimdLevel level = [] {
     const CpuIsa isa = cpu_isa();
+    if (isa >= CpuIsa::kAvx512Bf16) return SimdLevel::kAvx512Bf16;
     if (isa >= CpuIsa::kAvx512) return SimdLevel::kAvx512;
     return isa >= CpuIsa::kAvx2 ? SimdLevel::kAvx2 : SimdLevel::kNone;
   }();
