@@ -4,6 +4,14 @@
 #include <torch/torch.h>
 
 #include "cpu_autocast.hpp"
+#include "vit/build_features.hpp"
+
+#if VIT_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "cuda/layer_norm_parameter_gradients.hpp"
+#endif
 
 namespace vit {
 namespace {
@@ -21,32 +29,78 @@ torch::Tensor sum_of_rows(const torch::Tensor& m) {
   return at::mm(torch::ones({1, m.size(0)}, m.options()), m).view({m.size(1)});
 }
 
+#if VIT_WITH_CUDA
+// Whether kernels/cuda's one pass takes these: contiguous 16-bit CUDA
+// tensors of one dtype with rows of an even width, 4-byte aligned, and the
+// rows' statistics in fp32, as LibTorch's CUDA LayerNorm keeps them.
+bool cuda_parameter_sums_fit(const torch::Tensor& dy, const torch::Tensor& x,
+                             const torch::Tensor& mean, const torch::Tensor& rstd) {
+  const auto dtype = x.scalar_type();
+  const auto aligned = [](const torch::Tensor& t) {
+    return reinterpret_cast<uintptr_t>(t.data_ptr()) % 4 == 0;
+  };
+  const auto statistics = [&](const torch::Tensor& t) {
+    return t.is_cuda() && t.scalar_type() == torch::kFloat && t.is_contiguous() &&
+           t.numel() * x.size(-1) == x.numel();
+  };
+  return x.is_cuda() && dy.is_cuda() && x.numel() > 0 && dy.scalar_type() == dtype &&
+         (dtype == torch::kBFloat16 || dtype == torch::kHalf) && x.is_contiguous() &&
+         dy.is_contiguous() && dy.sizes() == x.sizes() && x.size(-1) % 2 == 0 && aligned(x) &&
+         aligned(dy) && statistics(mean) && statistics(rstd);
+}
+
+torch::Tensor cuda_parameter_sums(const torch::Tensor& dy, const torch::Tensor& x,
+                                  const torch::Tensor& mean, const torch::Tensor& rstd) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int64_t chunks = cuda::layer_norm_parameter_gradient_chunks(rows, d, sms);
+  auto partials = torch::empty({chunks, 2, d}, x.options().dtype(torch::kFloat));
+  const auto type =
+      x.scalar_type() == torch::kBFloat16 ? cuda::HalfType::kBFloat16 : cuda::HalfType::kFloat16;
+  cuda::launch_layer_norm_parameter_gradients(
+      type, dy.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+      partials.data_ptr<float>(), rows, d, chunks, at::cuda::getCurrentCUDAStream().stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return partials.sum(0);
+}
+#endif
+
+// LayerNorm's weight and bias gradients, (2, D) fp32: the sums over x's
+// rows of dy (x - mean) rstd and of dy. mean and rstd hold one value a row.
+torch::Tensor layer_norm_parameter_sums(const torch::Tensor& dy, const torch::Tensor& x,
+                                        const torch::Tensor& mean, const torch::Tensor& rstd) {
+#if VIT_WITH_CUDA
+  if (cuda_parameter_sums_fit(dy, x, mean, rstd)) return cuda_parameter_sums(dy, x, mean, rstd);
+#endif
+  // Elsewhere (the CPU, odd widths): the same sums in fp32 by LibTorch.
+  const auto dy_rows = matrix_of_rows(dy).to(torch::kFloat);
+  const auto x_hat =
+      (matrix_of_rows(x).to(torch::kFloat) - mean.reshape({-1, 1}).to(torch::kFloat)) *
+      rstd.reshape({-1, 1}).to(torch::kFloat);
+  return torch::stack({(dy_rows * x_hat).sum(0), dy_rows.sum(0)});
+}
+
 struct LayerNormProductGradients : torch::autograd::Function<LayerNormProductGradients> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
-    const int64_t d = x.size(-1);
-    auto [x_hat, mean, rstd] = at::native_layer_norm(x, {d}, {}, {}, eps);
-    ctx->save_for_backward({x_hat, weight, rstd});
-    return at::addcmul(bias, x_hat, weight);  // bias + x_hat * weight
+    auto [y, mean, rstd] = at::native_layer_norm(x, {x.size(-1)}, weight, bias, eps);
+    ctx->save_for_backward({x, weight, mean, rstd});
+    return y;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &x_hat = saved[0], &weight = saved[1], &rstd = saved[2];
+    const auto &x = saved[0], &weight = saved[1], &mean = saved[2], &rstd = saved[3];
     const auto dy = grads[0].contiguous();
     torch::Tensor dx, dweight, dbias;
-    if (ctx->needs_input_grad(0)) {
-      // LibTorch's LayerNorm backward with x_hat as its input, whose mean is
-      // 0 and rstd 1: rstd^-1 dx, without the weight's and bias's gradients.
-      dx = std::get<0>(
-          at::native_layer_norm_backward(dy, x_hat, {x_hat.size(-1)}, torch::zeros_like(rstd),
-                                         torch::ones_like(rstd), weight, {}, {true, false, false}));
-      dx.mul_(rstd);
+    if (ctx->needs_input_grad(0))
+      dx = std::get<0>(at::native_layer_norm_backward(dy, x, {x.size(-1)}, mean, rstd, weight, {},
+                                                      {true, false, false}));
+    if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
+      const auto sums = layer_norm_parameter_sums(dy, x, mean, rstd);
+      if (ctx->needs_input_grad(1)) dweight = sums[0].to(weight.scalar_type());
+      if (ctx->needs_input_grad(2)) dbias = sums[1].to(weight.scalar_type());  // bias's dtype
     }
-    const auto dy_rows = matrix_of_rows(dy);
-    if (ctx->needs_input_grad(1))
-      dweight = at::mm(dy_rows.t(), matrix_of_rows(x_hat)).diagonal().contiguous();  // sum dy x_hat
-    if (ctx->needs_input_grad(2)) dbias = sum_of_rows(dy_rows);
     return {dx, dweight, dbias, torch::Tensor()};
   }
 };

@@ -1,27 +1,28 @@
 #pragma once
 // On GPUs, the sums over every row that a backward pass needs (LayerNorm's
-// weight and bias gradients, a linear layer's bias gradient) as matrix
-// products, which cuBLAS runs near memory speed (16 us for the 40 MB of a
-// LayerNorm's dy^T x_hat on an H200).
+// weight and bias gradients, a linear layer's bias gradient), without
+// LibTorch's reduction kernels, which fit this job's shapes badly: on an
+// H200, the p4d384/512 step (25,600 rows of 384) spent 2.85 ms of 20.5 in
+// LayerNorm's GammaBetaBackward (114 us a call for a pass over 40 MB, about
+// 0.35 TB/s) and 1.93 ms in the linear layers' bias-gradient sums
+// (docs/benchmarks.md, "On a GPU").
 //
-// LibTorch computes them with reduction kernels that fit this job's shapes
-// badly: on an H200, the p4d384/512 step (25,600 rows of 384) spent 2.85 ms
-// of 20.5 in LayerNorm's GammaBetaBackward (114 us a call for a pass over
-// 40 MB, about 0.35 TB/s) and 1.93 ms in the linear layers' bias-gradient
-// sums (docs/benchmarks.md, "On a GPU").
-//
-// - LayerNorm normalizes without its affine part (LibTorch's kernel), then
-//   applies the weight and bias in one pass, and keeps the normalized x for
-//   the backward, where the weight's gradient is the diagonal of dy^T x_hat
-//   and the bias's is 1^T dy. x's gradient is LibTorch's LayerNorm backward,
-//   given x_hat as its input (mean 0, rstd 1) and scaled by rstd after.
+// - LayerNorm is LibTorch's forward, with its affine part, and LibTorch's
+//   backward for x's gradient alone. The weight's and bias's gradients,
+//   sum dy (x - mean) rstd and sum dy over the rows, come from one pass over
+//   dy and x (kernels/cuda/layer_norm_parameter_gradients.cu), summed in
+//   fp32. (Before, the normalized x was kept, the affine part applied in a
+//   pass of its own, the weight's gradient taken as the diagonal of
+//   dy^T x_hat, and x's gradient rescaled by rstd in another pass.)
 // - A linear layer is LibTorch's linear forward, and its backward's bias
-//   gradient is 1^T dy.
+//   gradient is 1^T dy, a matrix product, which cuBLAS runs near memory
+//   speed.
 //
-// The arithmetic is the same function; only the rounding differs (x_hat is
-// kept in x's dtype, as is the product's result). The model takes these on
-// CUDA for bf16 and fp16 tensors outside autocast (train.bf16_activations);
-// they run on any device, so the CPU tests check them against LibTorch.
+// The arithmetic is the same function; only the rounding differs. The model
+// takes these on CUDA for bf16 and fp16 tensors outside autocast
+// (train.bf16_activations); they run on any device (on the CPU, the
+// LayerNorm's sums by LibTorch in fp32), so the CPU tests check them
+// against LibTorch.
 #include <torch/types.h>
 
 namespace vit {
