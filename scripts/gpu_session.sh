@@ -11,8 +11,11 @@
 #   four .gz files (30 MB) in .carry/data. `build-here` builds vit and vit_tests
 #   here against the device's LibTorch (pip's torch==$DEVICE_TORCH, CUDA 13,
 #   fetched from PyPI) and packs them into .carry/bin, with the two shared
-#   libraries the device lacks (spdlog, fmt) in .carry/lib.
-# There, with carry [".carry/bin", ".carry/lib", ".carry/data"], in one call:
+#   libraries the device lacks (spdlog, fmt) in .carry/lib. An earlier
+#   session's build that it replaces moves to .carry/before: carry it too,
+#   and CONTENDERS="vit vit-before ..." times the two builds side by side.
+# There, with carry [".carry/bin", ".carry/lib", ".carry/data"] (and
+# ".carry/before"), in one call:
 #   scripts/gpu_session.sh unpack diagnose test test profile bench config
 #   (`unpack` there puts .carry/bin's binaries in $BUILD and points the loader
 #   at the device's LibTorch and CUDA libraries.)
@@ -115,6 +118,13 @@ build_here() {
     rm -rf "$wheels"
   fi
   ls "$ocv"/lib*/libopencv_core.a >/dev/null 2>&1 || static_opencv "$ocv" || return
+  # The build of an earlier session (over 3 hours old; a session is shorter)
+  # stays as .carry/before, for the bench's vit-before contender: an A/B of
+  # this session's changes in one call. A rebuild within the session keeps
+  # the same before.
+  if [ -n "$(find .carry/bin -name 'bin.tar.xz.00' -mmin +180 2>/dev/null)" ]; then
+    rm -rf .carry/before && mv .carry/bin .carry/before
+  fi
   mkdir -p "$dir" .carry/bin
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch/torch" \
     -DOpenCV_DIR="$(dirname "$(find "$ocv" -name OpenCVConfig.cmake | head -1)")" \
@@ -167,6 +177,9 @@ unpack() {
   ls .carry/bin/bin.tar.xz.* >/dev/null 2>&1 || { echo "unpack: no .carry/bin/ (run build pack)"; return 1; }
   mkdir -p "$BUILD"
   cat .carry/bin/bin.tar.xz.* | xz -d | tar -C "$BUILD" -xf - || return
+  if ls .carry/before/bin.tar.xz.* >/dev/null 2>&1; then  # the bench's vit-before
+    mkdir -p "$BUILD/before" && cat .carry/before/bin.tar.xz.* | xz -d | tar -C "$BUILD/before" -xf - vit
+  fi
   # The tests look for the configs and scripts where the source tree was.
   local built_in
   built_in=$(cat "$BUILD/source-dir.txt")

@@ -14,6 +14,8 @@
 #   timm-compile  the same under torch.compile
 #   vit-autocast  vit with train.bf16_activations=false: autocast, with
 #                 LayerNorm and the residual stream in fp32
+#   vit-before    $VIT_BEFORE, another build of vit (the one before a change),
+#                 run exactly as vit: an A/B of the change in the same run
 #
 # Rows (ROW = MODEL/BATCH):
 #   demo/64 demo/512   the demo model: patch 7, dim 128, depth 6, 4 heads, MLP 256
@@ -30,9 +32,11 @@
 #        CONTENDERS="vit timm timm-compile"  DEVICE=cuda  WORK=/tmp/vit-bench-gpu
 #        PEAK_TFLOPS (default: 989 for an H100 SXM or H200, 756 for an H100 PCIe)
 #        VIT_SET="key=value ..."  extra --set overrides for vit (train.cuda_graph=false, say)
+#        VIT_BEFORE=$(dirname $VIT)/before/vit  (scripts/gpu_session.sh unpack puts it there)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VIT=${VIT:-build-pip/vit}
+VIT_BEFORE=${VIT_BEFORE:-$(dirname "$VIT")/before/vit}
 PYTHON=${PYTHON:-python3}
 DATA=${DATA:-/usr/share/datasets/fashion-mnist}
 RUNS=${RUNS:-3}
@@ -79,7 +83,7 @@ run_one() {
   local who=$1 model=${2%/*} batch=${2#*/} run=$3
   read -r patch dim depth heads mlp <<<"$(model_shape "$model")"
   case "$who" in
-    vit | vit-autocast)
+    vit | vit-autocast | vit-before)
       local out=$WORK/$who-$model-$batch-$run
       rm -rf "$out"
       # As many steps as timm's (WARMUP + STEPS): Fashion-MNIST's 60,000
@@ -98,7 +102,9 @@ run_one() {
       [[ $who == vit-autocast ]] && sets+=(train.bf16_activations=false)
       local args=()
       for s in "${sets[@]}"; do args+=(--set "$s"); done
-      "$VIT" train --config configs/fashion-mnist.json "${args[@]}" --device "$DEVICE" \
+      local binary=$VIT
+      [[ $who == vit-before ]] && binary=$VIT_BEFORE
+      "$binary" train --config configs/fashion-mnist.json "${args[@]}" --device "$DEVICE" \
         --out "$out" -q >"$out.log" 2>&1 || { cat "$out.log" >&2; die "vit train failed"; }
       "$PYTHON" - "$out" "$batch" <<'PY'
 import json, statistics, sys
@@ -118,7 +124,7 @@ PY
         --depth "$depth" --heads "$heads" --mlp-dim "$mlp" "${extra[@]}" 2>"$WORK/$who.err" |
         tail -n 1 || { cat "$WORK/$who.err" >&2; die "$who failed"; }
       ;;
-    *) die "unknown contender '$who' (known: vit, vit-autocast, timm, timm-compile)" ;;
+    *) die "unknown contender '$who' (known: vit, vit-autocast, vit-before, timm, timm-compile)" ;;
   esac
 }
 
@@ -127,6 +133,7 @@ results=$WORK/results.jsonl
 : >"$results"
 contenders=()
 for who in $CONTENDERS; do
+  [[ $who != vit-before || -x $VIT_BEFORE ]] || die "vit-before: no $VIT_BEFORE (set VIT_BEFORE)"
   [[ $who == vit* || $have_timm == 1 ]] && contenders+=("$who")
 done
 echo "bench_gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null || echo "$DEVICE"), $(date -u +%F)" >&2
