@@ -20,7 +20,7 @@ run_suite() {  # LINE
   # host, whatever its CPU. (ONEDNN_MAX_CPU_ISA stays unset: LibTorch 1.13
   # asks the CPU, not oneDNN, whether bf16 products are there, and fails
   # when oneDNN alone is capped.)
-  local kernel_tests='^(SimdSets|Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionFromProjection|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
+  local kernel_tests='^(SimdSets|AdamW|Optimizer|Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionFromProjection|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
   # On a CPU with AVX512_BF16, also AVX-512 without it (the narrowing to
   # bf16 in integer instructions, as on Intel's Skylake and Ice Lake Xeons).
   local isas="avx2 baseline"

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
+#include "vit/kernels/adamw.hpp"
 
 namespace vit {
 namespace {
@@ -193,10 +194,18 @@ void Optimizer::fused_step(const at::Tensor& skip_flag) {
 void Optimizer::fused_step(const at::Tensor&) {}
 #endif
 
-// torch.optim.AdamW (amsgrad off), with the moments updated for all groups at
-// once and only the decay and the update itself per group.
+// torch.optim.AdamW (amsgrad off): on CPUs with AVX2 or AVX-512, one pass
+// per group (kernels/adamw); elsewhere with the moments updated for all
+// groups at once and only the decay and the update itself per group.
 void Optimizer::adamw_step() {
   const double t = step_count_.item<double>();
+  if (adamw_uses_own_kernel(values_, gradients_, first_moment_, second_moment_)) {
+    for (size_t g = 0; g < groups_.size(); ++g)
+      adamw_update(group_slice(values_, g), group_slice(gradients_, g),
+                   group_slice(first_moment_, g), group_slice(second_moment_, g),
+                   {lr_ * groups_[g].lr_scale, groups_[g].weight_decay, beta1_, beta2_, eps_, t});
+    return;
+  }
   const double correction1 = 1.0 - std::pow(beta1_, t);
   const double correction2 = 1.0 - std::pow(beta2_, t);
   first_moment_.mul_(beta1_).add_(gradients_, 1.0 - beta1_);

@@ -98,6 +98,9 @@ VIT_AVX2 inline Vec mul(Vec a, Vec b) {
 VIT_AVX2 inline Vec div(Vec a, Vec b) {
   return _mm256_div_ps(a, b);
 }
+VIT_AVX2 inline Vec sqrt(Vec a) {  // correctly rounded
+  return _mm256_sqrt_ps(a);
+}
 VIT_AVX2 inline Vec fmadd(Vec a, Vec b, Vec c) {  // a b + c, rounded once
   return _mm256_fmadd_ps(a, b, c);
 }

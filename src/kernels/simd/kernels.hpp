@@ -17,6 +17,14 @@ namespace vit::detail {
 enum class SimdLevel { kNone, kAvx2, kAvx512, kAvx512Bf16 };
 SimdLevel simd_level();
 
+// An AdamW step's constants for adamw_update (kernels.inc), each computed
+// in double and rounded once, as LibTorch rounds its operators' scalars:
+// rest1 = 1 - beta1, rest2 = 1 - beta2, decay = 1 - lr weight_decay,
+// step_size = lr / (1 - beta1^t), sqrt_correction2 = sqrt(1 - beta2^t).
+struct AdamWStep {
+  float beta1, rest1, beta2, rest2, decay, step_size, sqrt_correction2, eps;
+};
+
 namespace avx512_bf16 {
 #include "kernels.inc"
 }  // namespace avx512_bf16
