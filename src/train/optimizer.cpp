@@ -60,7 +60,6 @@ Optimizer::Optimizer(std::vector<ParameterGroup> groups, const TrainConfig& trai
   if (rule_ == "adamw") {
     first_moment_ = torch::zeros_like(values_);
     second_moment_ = torch::zeros_like(values_);
-    if (!VIT_FUSED_OPTIMIZER) denominator_ = torch::empty_like(values_);
   } else {
     momentum_buffer_ = torch::zeros_like(values_);
   }
@@ -210,6 +209,8 @@ void Optimizer::adamw_step() {
   const double correction2 = 1.0 - std::pow(beta2_, t);
   first_moment_.mul_(beta1_).add_(gradients_, 1.0 - beta1_);
   second_moment_.mul_(beta2_).addcmul_(gradients_, gradients_, 1.0 - beta2_);
+  // Scratch for the operators' path only, made at its first step.
+  if (!denominator_.defined()) denominator_ = torch::empty_like(values_);
   at::sqrt_out(denominator_, second_moment_).div_(std::sqrt(correction2)).add_(eps_);
   for (size_t g = 0; g < groups_.size(); ++g) {
     const double group_lr = lr_ * groups_[g].lr_scale;
