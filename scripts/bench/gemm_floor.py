@@ -12,11 +12,20 @@ plus the patch embedding as a GEMM over the unfolded patches (forward and
 weight gradient: the images need no gradient) and the head. Nothing else:
 no LayerNorm, GELU, softmax, cast, optimizer or data.
 
+With --operands distinct, every product of every layer has operands and an
+output of its own, as in training, where each layer's activations and
+gradients are tensors of their own and a step's working set (about 700 MiB
+for the job at bf16) is far larger than the caches: the products then read
+and write memory as vit's do in its step. The default, shared, is the
+optimistic bound.
+
 It prints one JSON line in the format of pytorch_train.py, so the bench
 script reads its "images_per_sec" as it reads the loop's: the upper bound
 on training img/s that these products allow on this machine with this
 PyTorch's GEMMs (oneDNN for bf16, OpenBLAS for fp32 on Debian's 1.13). No
-training loop on the same LibTorch can go faster than it.
+training loop on the same LibTorch can go faster than it. The line's
+"ms_per_step_by_product" gives each kind of product's share of a step, all
+layers' together.
 
 Key letters: B batch, N tokens, D width, H heads, Dh head width, M MLP width.
 """
@@ -31,13 +40,14 @@ import torch
 from pytorch_train import add_job_arguments
 
 
-def step_products(a, dtype):
-    """Closures, one per matrix product of a training step.
+def step_products(a, dtype, distinct):
+    """(label, closure) pairs, one per matrix product of a training step.
 
-    Products of the same shape share their operands, as the layers of a
-    block share their activation buffers' sizes: the working set is one
-    block's, so the operands are as warm in the caches as they can be in
-    training, and the bound is an optimistic one."""
+    Shared (distinct false): products of the same shape share their operands
+    and LibTorch's allocator hands each product the output block the last
+    one freed, so the working set is one block's and the operands are as warm
+    in the caches as they can be, an optimistic bound. Distinct: every
+    product reads operands and writes an output of its own."""
     g = a.image_size // a.patch_size
     B, N, D, H, M = a.batch, g * g + 1, a.dim, a.heads, a.mlp_dim
     Dh, T, K = D // H, B * N, a.num_classes
@@ -45,60 +55,75 @@ def step_products(a, dtype):
     operands = {}
 
     def operand(*shape):
+        if distinct:
+            return torch.randn(*shape).to(dtype)
         if shape not in operands:
             operands[shape] = torch.randn(*shape).to(dtype)
         return operands[shape]
 
+    def product(label, f, *args):
+        """(label, f(*args)), into an output of its own when distinct."""
+        if not distinct:
+            return label, lambda: f(*args)
+        out = f(*args)
+        return label, lambda: f(*args, out=out)
+
     products = []
 
-    def linear(rows, fan_in, fan_out, input_grad=True):
+    def linear(name, rows, fan_in, fan_out, input_grad=True):
         x, w, b = operand(rows, fan_in), operand(fan_out, fan_in), operand(fan_out)
         dy = operand(rows, fan_out)
-        products.append(lambda: torch.addmm(b, x, w.t()))  # forward
+        products.append(product(name + " forward", torch.addmm, b, x, w.t()))
         if input_grad:
-            products.append(lambda: torch.mm(dy, w))  # grad of the input
-        products.append(lambda: torch.mm(dy.t(), x))  # grad of the weight
+            products.append(product(name + " dx", torch.mm, dy, w))  # grad of the input
+        products.append(product(name + " dW", torch.mm, dy.t(), x))  # grad of the weight
 
-    linear(B * g * g, patch_in, D, input_grad=False)  # patch embedding
+    linear("patch", B * g * g, patch_in, D, input_grad=False)
     for _ in range(a.depth):
-        linear(T, D, 3 * D)  # qkv
-        q = k = v = d_out = operand(B * H, N, Dh)
-        attn = d_attn = operand(B * H, N, N)
+        linear("qkv", T, D, 3 * D)
+        q, k, v, d_out = (operand(B * H, N, Dh) for _ in range(4))
+        attn, d_attn = operand(B * H, N, N), operand(B * H, N, N)
         products += [
-            lambda: torch.bmm(q, k.transpose(1, 2)),  # scores
-            lambda: torch.bmm(attn, v),  # attention-weighted values
-            lambda: torch.bmm(d_out, v.transpose(1, 2)),  # grad of attn
-            lambda: torch.bmm(attn.transpose(1, 2), d_out),  # grad of v
-            lambda: torch.bmm(d_attn, k),  # grad of q
-            lambda: torch.bmm(d_attn.transpose(1, 2), q),  # grad of k
+            product("attention q k^T", torch.bmm, q, k.transpose(1, 2)),
+            product("attention p v", torch.bmm, attn, v),
+            product("attention dp", torch.bmm, d_out, v.transpose(1, 2)),
+            product("attention dv", torch.bmm, attn.transpose(1, 2), d_out),
+            product("attention dq", torch.bmm, d_attn, k),
+            product("attention dk", torch.bmm, d_attn.transpose(1, 2), q),
         ]
-        linear(T, D, D)  # proj
-        linear(T, D, M)  # fc1
-        linear(T, M, D)  # fc2
-    linear(B, D, K)  # head
+        linear("proj", T, D, D)
+        linear("fc1", T, D, M)
+        linear("fc2", T, M, D)
+    linear("head", B, D, K)
     return products
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_job_arguments(p)
+    p.add_argument("--operands", choices=["shared", "distinct"], default="shared")
     a = p.parse_args()
     start = time.perf_counter()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    products = step_products(a, torch.bfloat16 if a.precision == "bf16" else torch.float32)
-    for product in products:  # warm-up: oneDNN compiles its kernels on first use
+    dtype = torch.bfloat16 if a.precision == "bf16" else torch.float32
+    products = step_products(a, dtype, a.operands == "distinct")
+    for _, product in products:  # warm-up: oneDNN compiles its kernels on first use
         product()
     steps = a.train // a.batch
+    per_label = {}  # label -> seconds over all steps
     t0 = time.perf_counter()
     for _ in range(steps):
-        for product in products:
+        for label, product in products:
+            start = time.perf_counter()
             product()
+            per_label[label] = per_label.get(label, 0.0) + time.perf_counter() - start
     seconds = time.perf_counter() - t0
     print(json.dumps({
-        "torch": torch.__version__, "model": "gemm-floor", "precision": a.precision,
+        "torch": torch.__version__, "model": "gemm-floor", "operands": a.operands, "precision": a.precision,
         "batch": a.batch, "images_per_sec": steps * a.batch / seconds,
         "products_per_step": len(products), "ms_per_step": seconds / steps * 1e3,
+        "ms_per_step_by_product": {k: round(v / steps * 1e3, 3) for k, v in per_label.items()},
         "wall_s": time.perf_counter() - start,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 

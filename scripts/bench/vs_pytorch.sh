@@ -19,6 +19,8 @@
 #   timm-compile the same under torch.compile
 #   gemm-floor   scripts/bench/gemm_floor.py: only the matrix products of each
 #                step, on the PyTorch of vit's line; the bound they set
+#   gemm-floor-cold   the same with every product's operands and output its
+#                own, as each layer's are in training: not cache-warm
 #   vit@DIR      DIR/vit train, to compare builds (the LibTorch lines, say)
 # It prints the median train images/s, whole-process wall seconds and peak RSS
 # of each, and the first contender's ratio to each.
@@ -95,9 +97,10 @@ run_one() {
       [ "$who" = loop-sdpa ] && model=sdpa
       [ "$who" = timm-compile ] && extra=(--compile)
       local job=(--root "$data" --model "$model" "${extra[@]}" ${profile:+--profile "$profile"})
-      if [ "$who" = gemm-floor ]; then  # the products alone, on the PyTorch of vit's line
+      if [[ $who = gemm-floor* ]]; then  # the products alone, on the PyTorch of vit's line
         [ "$vit_line" = debian ] && py=/usr/bin/python3
         script=scripts/bench/gemm_floor.py job=()
+        [ "$who" = gemm-floor-cold ] && job=(--operands distinct)
       fi
       /usr/bin/time -f '%e %M' -o "$timing" "$py" "$script" "${job[@]}" --precision "$precision" \
         --batch "$batch" --threads "$THREADS" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
