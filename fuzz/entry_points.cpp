@@ -7,8 +7,7 @@
 #include <regex>
 #include <sstream>
 
-#include <zlib.h>
-
+#include "deflated.hpp"
 #include "vit/config.hpp"
 #include "vit/data/archive_unpack.hpp"
 #include "vit/data/cifar.hpp"
@@ -56,30 +55,14 @@ fs::path write_file(const fs::path& path, const std::string& text) {
   return write_file(path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
-// The input gzipped, so the fuzzer reaches the IDX checks through zlib too.
-std::vector<uint8_t> gzip(const uint8_t* data, size_t size) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw Error("fuzz harness: deflateInit2 failed");
-  std::vector<uint8_t> out(deflateBound(&z, size) + 32);
-  z.next_in = const_cast<uint8_t*>(data);
-  z.avail_in = static_cast<uInt>(size);
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) throw Error("fuzz harness: deflate failed");
-  return out;
-}
-
 // First byte: bit 0 = images/labels, bit 1 = gzip the rest first. The rest is
 // the file (which may itself be a gzip stream: zlib reads both).
 void run_idx(const uint8_t* data, size_t size) {
   if (size == 0) return;
   const uint8_t mode = data[0];
   std::vector<uint8_t> bytes(data + 1, data + size);
-  if (mode & 2) bytes = gzip(bytes.data(), bytes.size());
+  if (mode & 2)  // gzipped, so the fuzzer reaches the IDX checks through zlib too
+    bytes = deflated(bytes.data(), bytes.size(), DeflateWrapper::kGzip, Z_BEST_SPEED);
   const fs::path file =
       write_file(scratch() / (mode & 2 ? "idx.gz" : "idx"), bytes.data(), bytes.size());
   if (mode & 1)

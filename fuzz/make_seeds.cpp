@@ -11,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "archive_writer.hpp"
+#include "deflated.hpp"
 #include "vit/config.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/model/vision_transformer.hpp"
@@ -45,18 +46,7 @@ void put_u32(Bytes& out, uint32_t v) {
 }
 
 Bytes gzip(const Bytes& in) {
-  uLongf size = compressBound(in.size()) + 64;
-  Bytes out(size);
-  z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  z.next_in = const_cast<uint8_t*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+  return vit::fuzz::deflated(in.data(), in.size(), vit::fuzz::DeflateWrapper::kGzip);
 }
 
 void idx_seeds(const fs::path& dir) {

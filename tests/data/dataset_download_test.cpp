@@ -20,6 +20,7 @@
 
 #include "archive_writer.hpp"
 #include "cmd_data.hpp"
+#include "deflated.hpp"
 #include "error_of.hpp"
 #include "loopback_http_server.hpp"
 #include "process.hpp"
@@ -75,17 +76,7 @@ std::string sha256_of(const Bytes& bytes) {
 }
 
 Bytes gzip(const std::string& in) {
-  z_stream z{};
-  deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  Bytes out(deflateBound(&z, in.size()) + 64);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+  return fuzz::deflated(in.data(), in.size(), fuzz::DeflateWrapper::kGzip, Z_BEST_SPEED);
 }
 
 std::string be32(uint32_t v) {

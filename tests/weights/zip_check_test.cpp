@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include "deflated.hpp"
 #include "error_of.hpp"
 #include "train/synthetic.hpp"
 #include "vit/error.hpp"
@@ -37,17 +38,7 @@ void put64(Bytes& out, uint64_t v) {
 }
 
 Bytes raw_deflate(const std::string& text) {
-  z_stream s{};
-  EXPECT_EQ(deflateInit2(&s, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  Bytes out(deflateBound(&s, text.size()));
-  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  s.avail_in = static_cast<uInt>(text.size());
-  s.next_out = out.data();
-  s.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&s, Z_FINISH), Z_STREAM_END);
-  out.resize(s.total_out);
-  deflateEnd(&s);
-  return out;
+  return fuzz::deflated(text.data(), text.size(), fuzz::DeflateWrapper::kRaw);
 }
 
 struct Entry {
