@@ -52,10 +52,11 @@ void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
 
 // A file made by hand: the u64 length of `header`, `header` unpadded, then `data_bytes` bytes.
 std::vector<uint8_t> raw_file(const std::string& header, size_t data_bytes, uint8_t fill = 0) {
-  std::vector<uint8_t> bytes(8);
+  std::vector<uint8_t> bytes;
+  bytes.reserve(8 + header.size() + data_bytes);
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i, n >>= 8)
-    bytes[i] = static_cast<uint8_t>(n & 0xff);
+    bytes.push_back(static_cast<uint8_t>(n & 0xff));
   bytes.insert(bytes.end(), header.begin(), header.end());
   bytes.insert(bytes.end(), data_bytes, fill);
   return bytes;
