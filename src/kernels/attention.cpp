@@ -7,8 +7,8 @@
 
 #include "amx/attention_head.hpp"
 #include "amx/tiles.hpp"
-#include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
+#include "vit/autocast_state.hpp"
 
 namespace vit {
 namespace {

@@ -5,8 +5,8 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
+#include "vit/autocast_state.hpp"
 
 namespace vit {
 namespace {

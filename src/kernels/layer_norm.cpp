@@ -5,10 +5,10 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
 #include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
+#include "vit/autocast_state.hpp"
 #include "vit/kernels/product_reductions.hpp"
 
 namespace vit {

@@ -4,8 +4,8 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "cpu_autocast.hpp"
 #include "kernel_operands.hpp"
+#include "vit/autocast_state.hpp"
 #include "vit/build_features.hpp"
 #include "vit/kernels/product_reductions.hpp"
 

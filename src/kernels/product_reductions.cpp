@@ -3,7 +3,7 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "cpu_autocast.hpp"
+#include "vit/autocast_state.hpp"
 #include "vit/build_features.hpp"
 
 #if VIT_WITH_CUDA

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "vit/autocast_state.hpp"
 #include "vit/build_features.hpp"
 #include "vit/error.hpp"
 
@@ -13,36 +14,6 @@
 #endif
 
 namespace vit {
-namespace {
-
-// LibTorch 2.4 replaced the per-device autocast functions with ones that take
-// the device type; 1.13 (Debian) only has the old ones.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool autocast_enabled(c10::DeviceType type) {
-  return at::autocast::is_autocast_enabled(type);
-}
-void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
-  at::autocast::set_autocast_dtype(type, dtype);
-  at::autocast::set_autocast_enabled(type, enabled);
-}
-#else
-bool autocast_enabled(c10::DeviceType type) {
-  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
-                                       : at::autocast::is_cpu_enabled();
-}
-void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
-  if (type == c10::DeviceType::CUDA) {
-    at::autocast::set_autocast_gpu_dtype(dtype);
-    at::autocast::set_enabled(enabled);
-  } else {
-    at::autocast::set_autocast_cpu_dtype(dtype);
-    at::autocast::set_cpu_enabled(enabled);
-  }
-}
-#endif
-
-}  // namespace
-
 bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations) {
   return bf16_activations && precision == Precision::kBf16 && device.is_cuda();
 }
@@ -142,7 +113,7 @@ AutocastScope::AutocastScope(Precision precision, c10::Device device)
   if (*dtype == at::kHalf && !device.is_cuda())
     throw Error("train.precision fp16 needs a CUDA device (on CPU use bf16)");
   active_ = true;
-  previous_enabled_ = autocast_enabled(device_type_);
+  previous_enabled_ = autocast_is_on(device_type_);
   set_autocast(device_type_, true, *dtype);
 }
 

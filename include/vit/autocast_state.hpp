@@ -1,7 +1,7 @@
 #pragma once
-// Whether LibTorch's autocast is on (for the CPU or CUDA), and in which dtype
-// on the CPU, across the LibTorch lines (2.4 moved these queries behind a
-// device argument).
+// LibTorch's autocast state for the CPU or CUDA, read and set the same way on
+// both LibTorch lines: 2.4 replaced the per-device functions with ones that
+// take the device type, and Debian's 1.13 has only the old ones.
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
@@ -13,6 +13,22 @@ inline bool autocast_is_on(c10::DeviceType type) {
 #else
   return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
                                        : at::autocast::is_cpu_enabled();
+#endif
+}
+
+// Turns autocast on or off for `type`'s device, in `dtype`.
+inline void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::autocast::set_autocast_dtype(type, dtype);
+  at::autocast::set_autocast_enabled(type, enabled);
+#else
+  if (type == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(enabled);
+  }
 #endif
 }
 
