@@ -148,7 +148,9 @@ class Mutator {
           entry.erase(key);
         }
       }
-      header["t" + std::to_string(t)] = pick(30) ? entry : random_value();
+      std::string name(1, 't');  // appended, not "t" + ...: g++ 12 warns falsely on that
+      name += std::to_string(t);
+      header[name] = pick(30) ? entry : random_value();
     }
     if (pick(3) == 0) {
       header["__metadata__"] = pick(2) ? nlohmann::json{{"k", "v"}} : random_value();
