@@ -115,13 +115,13 @@ def main():
     t0 = time.perf_counter()
     for _ in range(steps):
         for label, product in products:
-            start = time.perf_counter()
+            began = time.perf_counter()
             product()
-            per_label[label] = per_label.get(label, 0.0) + time.perf_counter() - start
+            per_label[label] = per_label.get(label, 0.0) + time.perf_counter() - began
     seconds = time.perf_counter() - t0
     print(json.dumps({
-        "torch": torch.__version__, "model": "gemm-floor", "operands": a.operands, "precision": a.precision,
-        "batch": a.batch, "images_per_sec": steps * a.batch / seconds,
+        "torch": torch.__version__, "model": "gemm-floor", "operands": a.operands,
+        "precision": a.precision, "batch": a.batch, "images_per_sec": steps * a.batch / seconds,
         "products_per_step": len(products), "ms_per_step": seconds / steps * 1e3,
         "ms_per_step_by_product": {k: round(v / steps * 1e3, 3) for k, v in per_label.items()},
         "wall_s": time.perf_counter() - start,
