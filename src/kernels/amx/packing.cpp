@@ -3,7 +3,9 @@
 #include <immintrin.h>
 
 // GCC 12's false positive on its AVX-512 headers (see simd/avx512.hpp).
+#ifndef __clang__  // clang has no such group, and warns of it
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define VIT_AMX_PACKING __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))

@@ -19,7 +19,9 @@
 // several AVX-512 intrinsics (abs, roundscale, scalef, the narrowing
 // conversion, the horizontal reductions) "may be" or "are" used
 // uninitialized: a false positive of its headers.
+#ifndef __clang__  // clang has no such group, and warns of it
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define VIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
