@@ -49,7 +49,7 @@ nlohmann::json describe(const Config& c) {
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n);
   for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-    digits.insert(i, ",");
+    digits.insert(static_cast<size_t>(i), 1, ',');
   return digits;
 }
 
