@@ -12,7 +12,12 @@
 #include <vector>
 
 #include "tensor_values.hpp"
+#include "vit/build_features.hpp"
 #include "vit/train/precision.hpp"
+
+#if VIT_WITH_CUDA
+#include "../../src/kernels/cuda/layer_norm_parameter_gradients.hpp"
+#endif
 
 namespace vit::product_reductions_test {
 namespace {
@@ -102,6 +107,27 @@ TEST(ProductReductions, ApplyOnlyToLowPrecisionCudaTensorsWithGradients) {
 // On a GPU, where the model takes them (bf16 end to end): bf16 within 1% of
 // double, and the path chosen only outside autocast, with gradients to
 // compute. Skips without a CUDA device (CI has none).
+// How many blocks of rows the CUDA pass splits LayerNorm's sums into: about
+// four blocks of 256 threads per SM, each block 64 columns wide, and at least
+// two rows for each of a block's 8 warps. A host function: it runs on the CPU
+// wherever LibTorch has CUDA.
+TEST(CudaProductReductions, RowChunksFillTheGpuWithoutStarvingAWarp) {
+#if VIT_WITH_CUDA
+  // p4d384/512: 25,600 rows of 384 (6 column blocks) on an H100/H200 SXM's
+  // 132 SMs and an H100 PCIe's 114.
+  EXPECT_EQ(cuda::layer_norm_parameter_gradient_chunks(25600, 384, 132), 88);
+  EXPECT_EQ(cuda::layer_norm_parameter_gradient_chunks(25600, 384, 114), 76);
+  // Few rows: 40 give two chunks of 20, 10 give one.
+  EXPECT_EQ(cuda::layer_norm_parameter_gradient_chunks(40, 384, 132), 2);
+  EXPECT_EQ(cuda::layer_norm_parameter_gradient_chunks(10, 384, 132), 1);
+  // Columns enough to fill the GPU alone, or an SM count of 0: one chunk.
+  EXPECT_EQ(cuda::layer_norm_parameter_gradient_chunks(1000000, 8192, 8), 1);
+  EXPECT_EQ(cuda::layer_norm_parameter_gradient_chunks(25600, 384, 0), 1);
+#else
+  GTEST_SKIP() << "this LibTorch has no CUDA, so vit's CUDA kernels are not built";
+#endif
+}
+
 TEST(CudaProductReductions, MatchLibTorchInBf16AndApplyOnlyOutsideAutocast) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
   const c10::Device cuda(c10::kCUDA, 0);
