@@ -30,8 +30,8 @@ ResidualStream residual_stream(VisionTransformer& model, const at::Tensor& input
 // What an ablation changes in one block.
 struct BlockAblation {
   explicit BlockAblation(int64_t block, int64_t head = -1) : block(block), head(head) {}
-  int64_t block = 0;
-  int64_t head = -1;      // the head whose slice of the merged heads is replaced; -1: none
+  int64_t block;
+  int64_t head;           // the head whose slice of the merged heads is replaced; -1: none
   at::Tensor head_value;  // (N,Dh) or (B,N,Dh) to put there; undefined: zeros
   BlockSkip skip;         // the attention or MLP branch left out
 };
