@@ -39,7 +39,8 @@ struct EnumNames<DatasetKind> {
       {DatasetKind::kMnist, "mnist"},
       {DatasetKind::kFashionMnist, "fashion-mnist"},
       {DatasetKind::kTinyImagenet, "tiny-imagenet"},
-      {DatasetKind::kImageFolder, "image-folder"}};
+      {DatasetKind::kImageFolder, "image-folder"},
+      {DatasetKind::kSynthetic, "synthetic"}};
 };
 
 template <typename E>
@@ -110,7 +111,7 @@ void for_each_field(C& c, F&& f) {
   f("data.dataset", d.dataset,
     "the format of data.root's files; also sets the defaults of data.mean, data.std and "
     "data.augment.hflip");
-  f("data.root", d.root, "folder holding the dataset's files");
+  f("data.root", d.root, "folder holding the dataset's files (synthetic: unused)");
   f("data.val_size", d.val_size, "training images held out for validation (stratified)");
   f("data.mean", d.mean, "per-channel mean of [0,1] pixels for normalisation; default per dataset");
   f("data.std", d.std, "per-channel standard deviation, > 0; default per dataset");
@@ -669,6 +670,8 @@ std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(Datase
       return {{0.4802, 0.4481, 0.3975}, {0.2770, 0.2691, 0.2821}};
     case DatasetKind::kImageFolder:
       return {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
+    case DatasetKind::kSynthetic:  // uniform bytes: mean 127.5/255, std 73.9/255
+      return {{0.5, 0.5, 0.5}, {0.2898, 0.2898, 0.2898}};
   }
   return {{0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616}};  // CIFAR-10
 }

@@ -213,7 +213,7 @@ TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
             "invalid config: train.precision is 'fp8', expected auto | fp32 | bf16 | fp16");
   EXPECT_EQ(error_of([&] { apply_override(c, "data.dataset=imagenet"); }),
             "invalid config: data.dataset is 'imagenet', expected cifar10 | cifar100 | mnist | "
-            "fashion-mnist | tiny-imagenet | image-folder");
+            "fashion-mnist | tiny-imagenet | image-folder | synthetic");
   EXPECT_EQ(error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
             "test.json: invalid config: model.pool is 'CLS', expected cls | mean");
   EXPECT_EQ(error_of([] { from(R"({"train": {"precision": 16}})"); }),

@@ -16,10 +16,19 @@ namespace vit {
 // unknown name is an error there); code compares these, never the names.
 enum class Pool { kCls, kMean };  // what the head reads
 enum class Precision { kAuto, kFp32, kBf16, kFp16 };
-enum class DatasetKind { kCifar10, kCifar100, kMnist, kFashionMnist, kTinyImagenet, kImageFolder };
+enum class DatasetKind {
+  kCifar10,
+  kCifar100,
+  kMnist,
+  kFashionMnist,
+  kTinyImagenet,
+  kImageFolder,
+  kSynthetic
+};
 const char* name_of(Pool pool);            // "cls" | "mean"
 const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
-// "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder"
+// "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder" |
+// "synthetic"
 const char* name_of(DatasetKind dataset);
 std::ostream& operator<<(std::ostream& out, Pool pool);  // the name, for logs and test messages
 std::ostream& operator<<(std::ostream& out, Precision precision);

@@ -65,6 +65,7 @@ std::optional<DatasetArchive> official_archive(DatasetKind dataset) {
                             "tiny-imagenet-200",
                             260'000'000};
     case DatasetKind::kImageFolder:
+    case DatasetKind::kSynthetic:
       return std::nullopt;
   }
   return std::nullopt;
@@ -92,6 +93,8 @@ std::string missing_file(DatasetKind dataset, const fs::path& root) {
     case DatasetKind::kImageFolder:
       folders = {"."};
       break;
+    case DatasetKind::kSynthetic:  // made in memory
+      return "";
   }
   std::error_code ec;
   for (const auto& f : files)

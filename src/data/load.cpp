@@ -10,6 +10,7 @@
 #include "vit/data/image_folder.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/data/split.hpp"
+#include "vit/data/synthetic.hpp"
 #include "vit/data/tiny_imagenet.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
@@ -47,7 +48,8 @@ at::Tensor to_luma(const at::Tensor& rgb) {
 
 }  // namespace
 
-DatasetPair read_dataset(const DataConfig& data, int64_t channels, int64_t side) {
+DatasetPair read_dataset(const DataConfig& data, const ModelConfig& model, uint64_t seed) {
+  const int64_t channels = model.channels, side = model.image_size;
   const std::filesystem::path root = data.root;
   ImageLoadOptions options;
   options.skip_corrupt = data.skip_corrupt;
@@ -64,6 +66,10 @@ DatasetPair read_dataset(const DataConfig& data, int64_t channels, int64_t side)
       return load_tiny_imagenet(root, options);
     case DatasetKind::kImageFolder:
       return load_image_folder(root, channels, side, options);
+    case DatasetKind::kSynthetic:
+      return make_synthetic(synthetic_shape(data.limit_train, data.val_size, data.limit_test,
+                                            channels, side, model.num_classes),
+                            seed);
   }
   throw Error("data.dataset: not a dataset vit reads");  // unreachable: parsed from a name
 }
@@ -91,7 +97,7 @@ DataSplits load_data(const Config& config) {
   const auto start = std::chrono::steady_clock::now();
   const auto& d = config.data;
   const auto& m = config.model;
-  DatasetPair official = read_dataset(d, m.channels, m.image_size);
+  DatasetPair official = read_dataset(d, m, config.seed);
   const int64_t classes = official.train.num_classes();
   if (classes != m.num_classes) {
     throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +

@@ -193,7 +193,7 @@ TEST_F(DatasetDownloadTest, VitDataDownloadCountsAsAnUnpackedCopy) {
   EXPECT_EQ(server_.requests()[0].range, "");
   EXPECT_FALSE(fs::exists(staging()));
   EXPECT_FALSE(fs::exists(root() / kCifarTop));  // the top folder's contents are data.root
-  EXPECT_EQ(read_dataset(data_, 3, 32).train.size(), 5 * kTrainPerBatch);
+  EXPECT_EQ(read_dataset(data_, vit::ModelConfig{}, /*seed=*/0).train.size(), 5 * kTrainPerBatch);
 }
 
 TEST_F(DatasetDownloadTest, CompleteDataIsLeftAloneAndNothingIsFetched) {
@@ -278,7 +278,7 @@ TEST_F(DatasetDownloadTest, ResumesWithARangeRequestAfterADroppedConnection) {
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].range, "");
   EXPECT_EQ(requests[1].range, "bytes=" + std::to_string(first) + "-");
-  EXPECT_EQ(read_dataset(data_, 3, 32).test.size(), kTest);
+  EXPECT_EQ(read_dataset(data_, vit::ModelConfig{}, /*seed=*/0).test.size(), kTest);
   EXPECT_FALSE(fs::exists(staging()));
 }
 
@@ -329,7 +329,7 @@ TEST_F(DatasetDownloadTest, MnistFilesComeFromABaseUrlAndAreChecked) {
   mnist.url = server_.url("/mnist");  // the file names are appended after a '/'
   mnist.sha256 = sums;
   EXPECT_TRUE(download_dataset(mnist));
-  const auto loaded = read_dataset(mnist, 1, 28);
+  const auto loaded = read_dataset(mnist, vit::ModelConfig{}, /*seed=*/0);
   EXPECT_EQ(loaded.train.size(), 30);
   EXPECT_EQ(loaded.test.size(), 12);
   EXPECT_EQ(server_.requests().size(), 4u);
@@ -364,7 +364,7 @@ TEST_F(DatasetDownloadTest, TinyImagenetUnpacksFromItsZip) {
   tiny.sha256 = sha256_of(zip);
   tiny.cache_dir = (dir_ / "cache").string();
   EXPECT_TRUE(download_dataset(tiny));
-  const auto loaded = read_dataset(tiny, 3, 64);
+  const auto loaded = read_dataset(tiny, vit::ModelConfig{}, /*seed=*/0);
   EXPECT_EQ(loaded.train.size(), 6);
   EXPECT_EQ(loaded.test.size(), 2);
   EXPECT_EQ(loaded.train.classes, (std::vector<std::string>{"goldfish", "salamander"}));

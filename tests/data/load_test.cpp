@@ -94,7 +94,7 @@ TEST(LoadRealData, FashionMnistFromTheDebianPackage) {
   if (!fs::exists(root + "/train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << root << " is not installed";
   const auto config = vit::load_config(std::string(VIT_SOURCE_DIR) + "/configs/fashion-mnist.json");
-  const auto official = vit::data::read_dataset(config.data, 1, 28);
+  const auto official = vit::data::read_dataset(config.data, config.model, config.seed);
   EXPECT_EQ(official.train.size(), 60000);
   EXPECT_EQ(official.test.size(), 10000);
   const auto splits = vit::data::load_data(config);

@@ -20,8 +20,9 @@ struct DataSplits {
 
 // The official train and test sets of data.dataset from data.root, as stored
 // (native channels and size, except image folders, which are decoded straight
-// to `channels` x `side` x `side`).
-DatasetPair read_dataset(const DataConfig& data, int64_t channels, int64_t side);
+// to the model's channels and size, and synthetic data, made at that size
+// from `seed`).
+DatasetPair read_dataset(const DataConfig& data, const ModelConfig& model, uint64_t seed);
 
 // Converts to `channels` (gray -> RGB replicates, RGB -> gray takes
 // 0.299 R + 0.587 G + 0.114 B, rounded) and resizes to side x side when the
