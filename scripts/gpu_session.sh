@@ -38,7 +38,8 @@
 #              shapes with and without the graph, with their exit statuses
 #   test       every Cuda and Device test, each in a process of its own (as
 #              ctest runs them), JOBS (4) at a time, with its exit status
-#   profile    the p4d384/512 step's GPU kernels, grouped (scripts/bench/gpu_kernels.py)
+#   profile    the step's GPU kernels, grouped (scripts/bench/gpu_kernels.py), for
+#              each of PROFILE's rows (default p4d384/512; vits16/256 too, say)
 #   config     configs/fashion-mnist-gpu.json (with CONFIG_SET's overrides), timed
 #              (at most CONFIG_LIMIT s), its curve and summary
 #   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
@@ -312,16 +313,24 @@ bench() {
   return $((status + $?))
 }
 
-# Where the p4d384/512 row's step goes: its kernels, grouped (eager: a
-# profiled step runs without the graph).
+# Where each PROFILE row's step goes (MODEL/BATCH of scripts/bench/gpu.sh;
+# default p4d384/512): its kernels, grouped (eager: a profiled step runs
+# without the graph).
 profile() {
-  "$BUILD/vit" train --config configs/fashion-mnist.json --device cuda --out /tmp/vit-gpu-profile \
-    --set "data.root=$PWD/.carry/data" --set model.patch_size=4 --set model.dim=384 \
-    --set model.depth=12 --set model.heads=6 --set model.mlp_dim=1536 --set train.batch_size=512 \
-    --set data.limit_train=16000 --set data.val_size=1000 --set data.limit_test=1000 \
-    --set train.epochs=1 --profile "$LOGS/p4d384.json" --profile-steps 5 >"$LOGS/profile.log" 2>&1 ||
-    { tail -5 "$LOGS/profile.log"; return 1; }
-  python3 scripts/bench/gpu_kernels.py "$LOGS/p4d384.json" --top 12
+  local row model batch sets args status=0
+  for row in ${PROFILE:-p4d384/512}; do
+    model=${row%/*} batch=${row#*/} args=()
+    sets=$(scripts/bench/gpu.sh --sets "$model") || return
+    for s in $sets; do args+=(--set "$s"); done
+    "$BUILD/vit" train --config configs/fashion-mnist.json --device cuda --out "/tmp/vit-gpu-profile-$model" \
+      --set "data.root=$PWD/.carry/data" "${args[@]}" --set "train.batch_size=$batch" \
+      --set "data.limit_train=$((30 * batch))" --set data.val_size=256 --set data.limit_test=256 \
+      --set train.epochs=1 --profile "$LOGS/$model.json" --profile-steps 5 >"$LOGS/profile-$model.log" 2>&1 ||
+      { tail -5 "$LOGS/profile-$model.log"; status=1; continue; }
+    echo "$row:"
+    python3 scripts/bench/gpu_kernels.py "$LOGS/$model.json" --top 12
+  done
+  return $status
 }
 
 # The GPU recipe, stopped (as Ctrl-C stops it: a checkpoint and the summary)

@@ -136,14 +136,16 @@ def write_profile(path, profiler, steps):
         json.dump({"source": "pytorch " + torch.__version__, "steps": steps, "ops": ops}, f, indent=1)
 
 
-def adamw_with_decay_on_weights(model):
+def adamw_with_decay_on_weights(model, fused=False):
     """AdamW as vit sets it up: weight decay 0.05 on the weight matrices, none
-    on biases, norms, the class token and the position embedding."""
+    on biases, norms, the class token and the position embedding. `fused`
+    (CUDA, torch >= 2.0) is the single-kernel AdamW a careful GPU user picks."""
     decays = lambda n, p: p.dim() >= 2 and "token" not in n and "pos_embed" not in n
     decay = [p for n, p in model.named_parameters() if decays(n, p)]
     plain = [p for n, p in model.named_parameters() if not decays(n, p)]
+    extra = {"fused": True} if fused else {}
     return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
-                              {"params": plain, "weight_decay": 0.0}], lr=1e-3)
+                              {"params": plain, "weight_decay": 0.0}], lr=1e-3, **extra)
 
 
 def train_step(model, step_model, optimizer, images, labels, lr, autocast):

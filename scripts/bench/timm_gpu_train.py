@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
 """The timm reference for scripts/bench/gpu.sh: the same training job as
-`vit train` on Fashion-MNIST, on the same GPU, written the way a careful
-PyTorch user would write it.
+`vit train` on Fashion-MNIST (or on synthetic images of any size), on the
+same GPU, written the way a careful PyTorch user would write it.
 
 timm's VisionTransformer of the given shape (class token, mean pooling over
 the patch tokens after the final norm, as vit's "pool": "mean"), AdamW with
-weight decay on the weight matrices only, warmup then cosine, label smoothing
+weight decay on the weight matrices only (fused=True on CUDA: one kernel for
+all parameters, the fastest AdamW torch has), warmup then cosine, label smoothing
 0.1, gradient clipping at 1.0, autocast, and the crop (zero padding) and flip
 done as batched GPU ops on the uint8 dataset, which lives on the GPU. No host
 sync inside the step: the loss is summed on the GPU and read once.
 
+--compile MODE runs the model under torch.compile: "default", or
+"reduce-overhead" (CUDA graphs of the compiled forward and backward, the
+mode that gives torch what vit's train.cuda_graph gives vit), or
+"max-autotune" (that, plus Triton's search over GEMM kernels; compiling takes
+minutes). The compile happens in the untimed warmup steps.
+
+--synthetic N trains on N seeded random uint8 images of --channels x
+--image-size squared with random labels below --num-classes, made on the
+device, as vit's data.dataset "synthetic" does (the ViT-S/16 row at 224 px).
+
 It trains --warmup steps, then times --steps steps between two
 synchronisations and prints one JSON line: images/s, ms per step, peak GPU
-memory (torch.cuda.max_memory_allocated) and the final mean loss. --device cpu runs the same job on the CPU (for
+memory over the whole run (torch.cuda.max_memory_allocated) and the final
+mean loss. --device cpu runs the same job on the CPU (for
 checking this script where there is no GPU; its speed means nothing then).
 
 Key letters: B batch, C channels, S image side, K classes.
@@ -68,7 +80,11 @@ def main():
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
                    help="folder with train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--compile", nargs="?", const="default", default=None,
+                   choices=["default", "reduce-overhead", "max-autotune"],
+                   help="torch.compile the model in this mode (no value: default)")
+    p.add_argument("--synthetic", type=int, default=0,
+                   help="train on N random images of the model's size instead of --data")
     p.add_argument("--warmup", type=int, default=30, help="untimed steps first")
     p.add_argument("--steps", type=int, default=200, help="timed steps")
     p.add_argument("--channels", type=int, default=1)
@@ -78,15 +94,26 @@ def main():
     a = p.parse_args()
     device = torch.device(a.device)
     torch.manual_seed(0)
-    images = torch.from_numpy(read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
-                              .copy()).unsqueeze(1).to(device)  # uint8 (N, 1, 28, 28)
-    labels = torch.from_numpy(read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))
-                              .astype(np.int64)).to(device)
-    mean, std = 0.2860 * 255, 0.3530 * 255
+    if a.synthetic > 0:
+        generator = torch.Generator(device=device).manual_seed(0)
+        images = torch.randint(0, 256, (a.synthetic, a.channels, a.image_size, a.image_size),
+                               dtype=torch.uint8, device=device, generator=generator)
+        labels = torch.randint(0, a.num_classes, (a.synthetic,), device=device,
+                               generator=generator)
+        mean, std = 0.5 * 255, 0.2898 * 255
+    else:
+        images = torch.from_numpy(read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
+                                  .copy()).unsqueeze(1).to(device)  # uint8 (N, 1, 28, 28)
+        labels = torch.from_numpy(read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))
+                                  .astype(np.int64)).to(device)
+        mean, std = 0.2860 * 255, 0.3530 * 255
+    if len(images) <= a.batch:
+        sys.exit(f"timm_gpu_train: {len(images)} images, need more than --batch {a.batch}")
 
     model = make_model(a).to(device)
-    optimizer = adamw_with_decay_on_weights(model)
-    step_model = torch.compile(model) if a.compile else model
+    optimizer = adamw_with_decay_on_weights(model, fused=device.type == "cuda")
+    step_model = torch.compile(model, mode=a.compile) if a.compile else model
+    graphs = a.compile in ("reduce-overhead", "max-autotune") and device.type == "cuda"
     autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16,
                                       enabled=a.precision == "bf16")
     total = a.warmup + a.steps
@@ -102,21 +129,23 @@ def main():
     model.train()
     for step in range(total):
         if step == a.warmup:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
+            if device.type == "cuda":  # the peak stays the whole run's: the CUDA graphs'
+                torch.cuda.synchronize()   # memory pools are allocated in the warmup
             start = time.perf_counter()
             loss_sum.zero_()
         begin = (step * a.batch) % (len(images) - a.batch)
         index = order[begin:begin + a.batch]
         batch = (crop_flip(images[index], a.crop_padding).float() - mean) / std
+        if graphs:  # a new step: the graphs' outputs of the last one may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()
         loss_sum += train_step(model, step_model, optimizer, batch, labels[index], lr_at(step),
                                autocast)
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     print(json.dumps({
-        "torch": torch.__version__, "model": "timm" + ("+compile" if a.compile else ""),
+        "torch": torch.__version__, "model": "timm" + (f"+compile:{a.compile}" if a.compile else ""),
+        "optimizer": "AdamW" + ("(fused)" if device.type == "cuda" else ""),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "precision": a.precision, "batch": a.batch, "steps": a.steps,
         "images_per_sec": a.steps * a.batch / seconds, "ms_per_step": 1e3 * seconds / a.steps,
