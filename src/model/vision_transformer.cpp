@@ -116,17 +116,13 @@ PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
 torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
   const auto& weight = compute_weight(proj->weight);  // (D, C, P, P)
   const auto& bias = compute_weight(proj->bias);
-  if (!x.device().is_cpu())
-    // The convolution as the constructor made it (stride = kernel, no
-    // padding), through ATen so that it reads compute_weight's tensors.
-    return at::conv2d(x, weight, bias, /*stride=*/*proj->options.stride())  // (B, D, g, g)
-        .flatten(/*start_dim=*/2)                                           // (B, D, g*g)
-        .transpose(1, 2);                                                   // (B, g*g, D)
-  // On the CPU the same, as one matrix product over the patches cut out and
-  // flattened like the filters. Forward and the weights' gradient: 6.3 ms
-  // through oneDNN's convolution, 2.1-2.4 ms so (bf16 autocast, batch 128,
-  // 3 x 32 x 32 images in 4-pixel patches, width 192, 2 threads, Intel Xeon
-  // with AMX, PyTorch 1.13).
+  // The convolution (stride = kernel, no padding) as one matrix product over
+  // the patches cut out and flattened like the filters, on every device. On
+  // the CPU, forward and the weights' gradient: 6.3 ms through oneDNN's
+  // convolution, 2.1-2.4 ms so (bf16 autocast, batch 128, 3 x 32 x 32 images
+  // in 4-pixel patches, width 192, 2 threads, Intel Xeon with AMX, PyTorch
+  // 1.13). On an H100, cuDNN ran ViT-S/16's 16 x 16 patches at 224 px through
+  // implicit_convolve_sgemm, 1.65 ms of a 33.4 ms step (docs/benchmarks.md).
   const int64_t B = x.size(0), C = x.size(1), P = weight.size(2);
   const int64_t rows = x.size(2) / P, cols = x.size(3) / P;
   const auto patches = x.narrow(2, 0, rows * P)
