@@ -93,7 +93,12 @@ for t in "${targets[@]}"; do
     grep -m 3 -E '^==[0-9]+==ERROR|runtime error|deadly signal|uncaught|out-of-memory|malloc\(' "$log" || true
   fi
 done
-column -t -s $'\t' "$dir/summary.tsv"
+# The summary as aligned columns (awk: a minimal Debian has no `column`).
+awk -F'\t' '{ for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > width[i]) width[i] = length($i) }
+              if (NF > fields) fields = NF }
+     END { for (r = 1; r <= NR; r++) { line = ""
+             for (i = 1; i <= fields; i++) line = line sprintf("%-" width[i] + 2 "s", cell[r, i])
+             sub(/ +$/, "", line); print line } }' "$dir/summary.tsv"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz.sh: findings in ${failed[*]}: inputs in $dir/findings/, logs in $dir/logs/" >&2
   exit 1
