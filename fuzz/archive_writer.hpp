@@ -1,7 +1,8 @@
 #pragma once
-// Small archives in memory (tar.gz, zip), entry by entry, through libarchive:
-// the fuzz seeds (make_seeds.cpp) and the download and unpack tests build
-// their archives with it, in the official layouts and in hostile ones.
+// Small archives in memory (tar, tar.gz, zip), entry by entry, through
+// libarchive: the fuzz seeds (make_seeds.cpp) and the download, unpack and
+// WebDataset tests build their archives with it, in the official layouts and
+// in hostile ones.
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -19,12 +20,14 @@ struct ArchiveEntry {
   Type type = Type::kFile;
 };
 
-enum class ArchiveFormat { kTarGz, kZip };
+enum class ArchiveFormat { kTar, kTarGz, kZip };  // kTar: a plain tar, as WebDataset shards are
 
 inline std::vector<uint8_t> make_archive(ArchiveFormat format,
                                          const std::vector<ArchiveEntry>& entries) {
   archive* a = archive_write_new();
-  if (format == ArchiveFormat::kTarGz) {
+  if (format == ArchiveFormat::kTar) {
+    archive_write_set_format_pax_restricted(a);
+  } else if (format == ArchiveFormat::kTarGz) {
     archive_write_set_format_pax_restricted(a);
     archive_write_add_filter_gzip(a);
   } else {

@@ -13,6 +13,7 @@
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/data/tiny_imagenet.hpp"
+#include "vit/data/webdataset.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/weights/checkpoint.hpp"
@@ -159,6 +160,45 @@ void run_archive(const uint8_t* data, size_t size) {
   data::unpack_archive(file, into, (data[0] & 1) ? "top" : "", {1 << 20, 1000});
 }
 
+// First byte: bit 0 = skip_corrupt, the rest (mod 16) = num_classes (0 = unchecked).
+// The rest is a WebDataset shard, read sample by sample under a 64 KB member
+// cap, then counted: both must succeed or both fail, and agree.
+void run_webdataset(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  data::ShardOptions options;
+  options.max_member_bytes = 64 << 10;
+  options.num_classes = (data[0] >> 1) % 16;
+  options.skip_corrupt = (data[0] & 1) != 0;
+  const fs::path file = write_file(scratch() / "shard.tar", data + 1, size - 1);
+  int64_t read = 0;
+  std::string read_error;
+  try {
+    data::ShardReader reader(file, options);
+    while (const auto sample = reader.next()) {
+      if (sample->image.empty() || sample->label < 0)
+        throw std::logic_error("a sample let through");
+      ++read;
+    }
+  } catch (const Error& e) {
+    read_error = e.what();
+  }
+  int64_t counted = -1;
+  std::string count_error;
+  try {
+    counted = data::count_shard_samples(file, options);
+  } catch (const Error& e) {
+    count_error = e.what();
+  }
+  // Where one succeeds and the other fails, or they disagree: a bug, not a bad input.
+  if (read_error.empty() != count_error.empty())
+    throw std::logic_error("reading says '" + read_error + "', counting says '" + count_error +
+                           "'");
+  if (!read_error.empty()) throw Error(read_error);
+  if (counted != read)
+    throw std::logic_error("count_shard_samples " + std::to_string(counted) +
+                           " != " + std::to_string(read) + " samples read");
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -174,6 +214,8 @@ const std::vector<Target>& targets() {
       {"image", run_image, "an encoded image through io::decode_image (io/image_io)"},
       {"archive", run_archive,
        "a downloaded dataset archive, tar.gz or zip, unpacked (data/archive_unpack)"},
+      {"webdataset", run_webdataset,
+       "a WebDataset shard (tar), read and counted (data/webdataset)"},
   };
   return all;
 }

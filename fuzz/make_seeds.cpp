@@ -224,6 +224,40 @@ void archive_seeds(const fs::path& dir) {
         cat({0}, vit::fuzz::make_archive(ArchiveFormat::kTarGz, {{"x", std::string(300, 'x')}})));
 }
 
+// First byte: bit 0 = skip_corrupt, the rest (mod 16) = num_classes (see entry_points.cpp).
+void webdataset_seeds(const fs::path& dir) {
+  using vit::fuzz::ArchiveEntry;
+  using vit::fuzz::ArchiveFormat;
+  const auto rgb =
+      torch::arange(3 * 4 * 4, torch::kInt).remainder(256).to(torch::kByte).reshape({3, 4, 4});
+  const Bytes png_bytes = vit::io::encode_png(rgb);
+  const std::string png(png_bytes.begin(), png_bytes.end());
+  std::vector<uchar> jpg_bytes;
+  cv::imencode(".jpg", cv::Mat(4, 4, CV_8UC3, cv::Scalar(10, 200, 30)), jpg_bytes);
+  const std::string jpg(jpg_bytes.begin(), jpg_bytes.end());
+  const uint8_t ten_classes = 10 << 1;
+  write(dir / "valid.tar",
+        cat({ten_classes},
+            vit::fuzz::make_archive(ArchiveFormat::kTar, {{"n01/", "", ArchiveEntry::Type::kFolder},
+                                                          {"n01/a.jpg", jpg},
+                                                          {"n01/a.cls", "3\n"},
+                                                          {"n01/a.json", "{\"w\": 4}"},
+                                                          {"b.PNG", png},
+                                                          {"b.cls", "7"}})));
+  const std::vector<ArchiveEntry> bad = {{"a.png", png},
+                                         {"a.cls", "1"},
+                                         {"../b.png", png},
+                                         {"../b.cls", "2"},
+                                         {"c.jpg", "c.png", ArchiveEntry::Type::kSymlink},
+                                         {"d.png", png},
+                                         {"d.cls", "x"},
+                                         {"e.jpg", jpg},
+                                         {"e.cls", "4"}};
+  write(dir / "bad_members_skipped.tar", cat({static_cast<uint8_t>(ten_classes | 1)},
+                                             vit::fuzz::make_archive(ArchiveFormat::kTar, bad)));
+  write(dir / "bad_members.tar", cat({0}, vit::fuzz::make_archive(ArchiveFormat::kTar, bad)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -241,5 +275,6 @@ int main(int argc, char** argv) {
   config_dict(out / "config.dict");
   image_seeds(out / "image");
   archive_seeds(out / "archive");
+  webdataset_seeds(out / "webdataset");
   return 0;
 }

@@ -3,11 +3,11 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include <sstream>
 #include <system_error>
 #include <vector>
 
 #include "vit/atomic_write.hpp"
+#include "vit/data/archive_path.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -24,20 +24,6 @@ struct Reader {
 std::string libarchive_says(archive* a) {
   const char* text = archive_error_string(a);
   return text ? text : "no message";
-}
-
-std::vector<std::string> parts_of(const std::string& name) {
-  std::vector<std::string> parts;
-  std::istringstream in(name);
-  for (std::string part; std::getline(in, part, '/');)
-    if (!part.empty() && part != ".") parts.push_back(part);
-  return parts;
-}
-
-bool has_dot_dot(const std::vector<std::string>& parts) {
-  for (const auto& p : parts)
-    if (p == "..") return true;
-  return false;
 }
 
 class Unpacker {
@@ -86,9 +72,8 @@ class Unpacker {
   // The entry's path below `into_`, or "" for the top folder itself.
   fs::path place_of(const std::string& name) const {
     if (name.empty()) refuse(name, "an entry without a name");
-    if (name.front() == '/') refuse(name, "an absolute path");
-    auto parts = parts_of(name);
-    if (has_dot_dot(parts)) refuse(name, "a path with '..'");
+    if (const std::string escape = path_escape(name); !escape.empty()) refuse(name, escape);
+    auto parts = archive_path_parts(name);
     if (!top_.empty()) {
       if (parts.empty() || parts.front() != top_)
         refuse(name, "outside the archive's top folder " + top_ + "/");
@@ -129,7 +114,7 @@ class Unpacker {
       case AE_IFLNK: {
         const char* link = archive_entry_symlink(entry);
         const std::string to = link ? link : "";
-        if (to.empty() || to.front() == '/' || has_dot_dot(parts_of(to)))
+        if (to.empty() || !path_escape(to).empty())
           refuse(name, "a symbolic link to '" + to + "', which may lead outside the dataset");
         make_room(name, target);
         fs::create_symlink(to, target, ec);

@@ -74,7 +74,7 @@ void global_init() {
   });
 }
 
-uint64_t size_of(const fs::path& file) {
+uint64_t size_or_zero(const fs::path& file) {
   std::error_code ec;
   const auto size = fs::file_size(file, ec);
   return ec ? 0 : size;
@@ -91,7 +91,7 @@ void fetch_url(const std::string& url, const fs::path& part, const std::string& 
   Transfer t;
   t.curl = curl;
   t.part = part;
-  t.offset = size_of(part);
+  t.offset = size_or_zero(part);
   t.progress = &progress;
   char reason[CURL_ERROR_SIZE] = "";
   const std::string range = fmt::format("{}-", t.offset);
