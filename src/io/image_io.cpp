@@ -43,33 +43,6 @@ int interpolation_for(int64_t height, int64_t width, int64_t side) {
   return (side <= height && side <= width) ? cv::INTER_AREA : cv::INTER_LINEAR;
 }
 
-// Whether `data` starts as a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM, PGM,
-// PPM) file does. Only these reach OpenCV, which picks the first decoder whose
-// signature check accepts the bytes. Its DICOM reader (GDCM) accepts any file
-// with "DICM" at offset 128 (the DICOM preamble) and aborts the process on
-// some damaged ones instead of failing: a fuzzing finding, a WebP header too
-// damaged for OpenCV's WebP check, which then fell through to GDCM. So a file
-// with that marker is refused too. The other readers OpenCV tries later
-// (JPEG 2000, OpenEXR, Sun raster, HDR, PFM) match magic numbers at the start
-// of the file that none of the accepted formats begins with. Fewer parsers
-// also mean less to trust in files from elsewhere.
-bool has_supported_signature(const uint8_t* data, size_t size) {
-  const auto has = [&](std::initializer_list<uint8_t> magic, size_t at = 0) {
-    if (size < at + magic.size()) return false;
-    size_t i = at;
-    for (const uint8_t byte : magic)
-      if (data[i++] != byte) return false;
-    return true;
-  };
-  if (has({'D', 'I', 'C', 'M'}, 128)) return false;                          // DICOM: for GDCM only
-  return has({0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}) ||               // PNG
-         has({0xff, 0xd8, 0xff}) ||                                          // JPEG
-         has({'B', 'M'}) ||                                                  // BMP
-         (has({'R', 'I', 'F', 'F'}) && has({'W', 'E', 'B', 'P'}, 8)) ||      // WebP
-         has({'I', 'I', '*', 0}) || has({'M', 'M', 0, '*'}) ||               // TIFF
-         (size >= 2 && data[0] == 'P' && data[1] >= '1' && data[1] <= '6');  // PNM
-}
-
 std::vector<uint8_t> read_file(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) throw Error(path.string() + ": no such file");
@@ -95,29 +68,10 @@ at::Tensor read_image(const std::filesystem::path& path, int64_t channels, int64
 at::Tensor decode_image(const uint8_t* data, size_t size, int64_t channels, int64_t side,
                         const std::string& name) {
   check_request(channels, side, name);
-  if (data == nullptr || size == 0) throw Error(name + ": empty file, expected an image");
-  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    throw Error(name + ": " + std::to_string(size) + " bytes, expected an image file under 2 GiB");
-  }
-  if (!has_supported_signature(data, size)) {
-    throw Error(name +
-                ": not a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM/PGM/PPM) image (unsupported "
-                "format or a damaged header)");
-  }
-  cv::Mat decoded;
-  try {
-    // The buffer is only read; the const_cast satisfies cv::Mat's constructor.
-    const cv::Mat buffer(1, static_cast<int>(size), CV_8UC1, const_cast<uint8_t*>(data));
-    // ANYDEPTH|ANYCOLOR keeps 16-bit and alpha so the scaling and channel rules
-    // below are ours, and unlike IMREAD_UNCHANGED it still applies EXIF rotation.
-    decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
-  } catch (const cv::Exception& e) {
-    throw Error(name + ": cannot decode the image (" + e.err + ")");
-  }
-  if (decoded.empty()) {
-    throw Error(name + ": cannot decode " + std::to_string(size) +
-                " bytes as an image (corrupt, truncated or an unsupported format)");
-  }
+  // ANYDEPTH|ANYCOLOR keeps 16-bit and alpha so the scaling and channel rules
+  // below are ours, and unlike IMREAD_UNCHANGED it still applies EXIF rotation.
+  const cv::Mat decoded =
+      detail::decode_mat(data, size, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR, name);
   const cv::Mat converted = detail::to_uint8_channels(decoded, static_cast<int>(channels));
   const at::Tensor image = detail::from_mat(converted);  // (C, H, W)
   return side == 0 ? image : resize_image(image, side);

@@ -1,13 +1,46 @@
 #include "mat.hpp"
 
 #include <cstring>
+#include <initializer_list>
+#include <limits>
 
 #include <torch/torch.h>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "vit/error.hpp"
 
 namespace vit::io::detail {
+namespace {
+
+// Whether `data` starts as a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM, PGM,
+// PPM) file does. Only these reach OpenCV, which picks the first decoder whose
+// signature check accepts the bytes. Its DICOM reader (GDCM) accepts any file
+// with "DICM" at offset 128 (the DICOM preamble) and aborts the process on
+// some damaged ones instead of failing: a fuzzing finding, a WebP header too
+// damaged for OpenCV's WebP check, which then fell through to GDCM. So a file
+// with that marker is refused too. The other readers OpenCV tries later
+// (JPEG 2000, OpenEXR, Sun raster, HDR, PFM) match magic numbers at the start
+// of the file that none of the accepted formats begins with. Fewer parsers
+// also mean less to trust in files from elsewhere.
+bool has_supported_signature(const uint8_t* data, size_t size) {
+  const auto has = [&](std::initializer_list<uint8_t> magic, size_t at = 0) {
+    if (size < at + magic.size()) return false;
+    size_t i = at;
+    for (const uint8_t byte : magic)
+      if (data[i++] != byte) return false;
+    return true;
+  };
+  if (has({'D', 'I', 'C', 'M'}, 128)) return false;                          // DICOM: for GDCM only
+  return has({0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}) ||               // PNG
+         has({0xff, 0xd8, 0xff}) ||                                          // JPEG
+         has({'B', 'M'}) ||                                                  // BMP
+         (has({'R', 'I', 'F', 'F'}) && has({'W', 'E', 'B', 'P'}, 8)) ||      // WebP
+         has({'I', 'I', '*', 0}) || has({'M', 'M', 0, '*'}) ||               // TIFF
+         (size >= 2 && data[0] == 'P' && data[1] >= '1' && data[1] <= '6');  // PNM
+}
+
+}  // namespace
 
 void check_image(const at::Tensor& image, const std::string& where) {
   if (!image.defined()) throw Error(where + ": image tensor is undefined");
@@ -88,6 +121,31 @@ cv::Mat to_uint8_channels(const cv::Mat& decoded, int channels) {
       throw Error("decoded image has " + std::to_string(mat.channels()) +
                   " channels, expected 1 to 4");
   }
+}
+
+cv::Mat decode_mat(const uint8_t* data, size_t size, int flags, const std::string& name) {
+  if (data == nullptr || size == 0) throw Error(name + ": empty file, expected an image");
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw Error(name + ": " + std::to_string(size) + " bytes, expected an image file under 2 GiB");
+  }
+  if (!has_supported_signature(data, size)) {
+    throw Error(name +
+                ": not a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM/PGM/PPM) image (unsupported "
+                "format or a damaged header)");
+  }
+  cv::Mat decoded;
+  try {
+    // The buffer is only read; the const_cast satisfies cv::Mat's constructor.
+    const cv::Mat buffer(1, static_cast<int>(size), CV_8UC1, const_cast<uint8_t*>(data));
+    decoded = cv::imdecode(buffer, flags);
+  } catch (const cv::Exception& e) {
+    throw Error(name + ": cannot decode the image (" + e.err + ")");
+  }
+  if (decoded.empty()) {
+    throw Error(name + ": cannot decode " + std::to_string(size) +
+                " bytes as an image (corrupt, truncated or an unsupported format)");
+  }
+  return decoded;
 }
 
 }  // namespace vit::io::detail

@@ -1,0 +1,123 @@
+#include "vit/io/jpeg_header.hpp"
+
+#include <algorithm>
+
+namespace vit::io {
+namespace {
+
+constexpr uint8_t kMarker = 0xff;
+constexpr uint8_t kStartOfImage = 0xd8;
+constexpr uint8_t kStartOfScan = 0xda;
+constexpr uint8_t kApp1 = 0xe1;
+constexpr uint16_t kOrientationTag = 0x0112;
+constexpr uint16_t kShortType = 3;
+
+// HeaderBytes of a segment, bounds-checked: reads past the end give nullopt.
+class HeaderBytes {
+ public:
+  HeaderBytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  size_t size() const { return size_; }
+  std::optional<uint8_t> u8(size_t at) const {
+    if (at >= size_) return std::nullopt;
+    return data_[at];
+  }
+  std::optional<uint16_t> u16(size_t at, bool big_endian = true) const {
+    if (at > size_ || size_ - at < 2) return std::nullopt;
+    const uint16_t a = data_[at], b = data_[at + 1];
+    return big_endian ? uint16_t(a << 8 | b) : uint16_t(b << 8 | a);
+  }
+  std::optional<uint32_t> u32(size_t at, bool big_endian) const {
+    const auto hi = u16(at, big_endian), lo = u16(at + 2, big_endian);
+    if (!hi || !lo) return std::nullopt;
+    return big_endian ? uint32_t(*hi) << 16 | *lo : uint32_t(*lo) << 16 | *hi;
+  }
+  HeaderBytes from(size_t at, size_t length) const {
+    if (at > size_) return {data_, 0};
+    return {data_ + at, std::min(length, size_ - at)};
+  }
+  bool starts_with(const char* text, size_t length) const {
+    if (size_ < length) return false;
+    for (size_t i = 0; i < length; ++i)
+      if (data_[i] != static_cast<uint8_t>(text[i])) return false;
+    return true;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+};
+
+// Start-of-frame markers carry the image's size: every SOFn but DHT (c4),
+// JPG (c8) and DAC (cc), which share their range.
+bool is_frame_header(uint8_t marker) {
+  return marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
+}
+
+// Markers that stand alone, without a length: TEM, RSTn, SOI, EOI.
+bool has_no_length(uint8_t marker) {
+  return marker == 0x01 || (marker >= 0xd0 && marker <= 0xd9);
+}
+
+// The orientation in an APP1 segment's body "Exif\0\0" + TIFF; 1 if absent.
+int exif_orientation(const HeaderBytes& app1) {
+  if (!app1.starts_with("Exif\0\0", 6)) return 1;
+  const HeaderBytes tiff = app1.from(6, app1.size());
+  bool big_endian;
+  if (tiff.starts_with("MM", 2)) {
+    big_endian = true;
+  } else if (tiff.starts_with("II", 2)) {
+    big_endian = false;
+  } else {
+    return 1;
+  }
+  const auto magic = tiff.u16(2, big_endian);
+  const auto ifd = tiff.u32(4, big_endian);
+  if (!magic || *magic != 42 || !ifd) return 1;
+  const auto entries = tiff.u16(*ifd, big_endian);
+  if (!entries) return 1;
+  for (uint32_t i = 0; i < *entries; ++i) {
+    const size_t entry = size_t(*ifd) + 2 + 12 * size_t(i);
+    const auto tag = tiff.u16(entry, big_endian);
+    if (!tag) return 1;
+    if (*tag != kOrientationTag) continue;
+    const auto type = tiff.u16(entry + 2, big_endian);
+    const auto value = tiff.u16(entry + 8, big_endian);
+    if (!type || *type != kShortType || !value || *value < 1 || *value > 8) return 1;
+    return *value;
+  }
+  return 1;
+}
+
+}  // namespace
+
+std::optional<JpegHeader> read_jpeg_header(const uint8_t* data, size_t size) {
+  const HeaderBytes bytes(data, size);
+  if (bytes.u8(0) != kMarker || bytes.u8(1) != kStartOfImage) return std::nullopt;
+  JpegHeader header;
+  size_t at = 2;
+  while (true) {
+    // A marker is 0xff, then any number of 0xff fill bytes, then its code.
+    if (bytes.u8(at) != kMarker) return std::nullopt;
+    while (bytes.u8(at) == kMarker)
+      ++at;
+    const auto marker = bytes.u8(at);
+    if (!marker) return std::nullopt;
+    ++at;
+    if (has_no_length(*marker)) continue;
+    const auto length = bytes.u16(at);  // counts its own two bytes
+    if (!length || *length < 2) return std::nullopt;
+    const HeaderBytes body = bytes.from(at + 2, *length - 2u);
+    if (*marker == kApp1 && header.orientation == 1) header.orientation = exif_orientation(body);
+    if (is_frame_header(*marker)) {
+      const auto height = body.u16(1), width = body.u16(3);
+      if (!height || !width || *height == 0 || *width == 0) return std::nullopt;
+      header.height = *height;
+      header.width = *width;
+      return header;  // EXIF (APP1) comes before the frame header
+    }
+    if (*marker == kStartOfScan) return std::nullopt;  // pixels before any frame header
+    at += *length;
+  }
+}
+
+}  // namespace vit::io
