@@ -26,7 +26,7 @@ browser=false
 fuzz=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --python-check) optional+=(python3-torch python3-numpy); python_check=true ;;
+    --python-check) optional+=(python3-torch python3-numpy python3-torchvision python3-pil); python_check=true ;;
     --torch) [ $# -ge 2 ] || { echo "setup.sh: --torch needs a line (debian or pip)" >&2; exit 2; }
              line=$2; shift ;;
     --bench) bench=true ;;

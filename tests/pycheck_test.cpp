@@ -12,6 +12,13 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "vit/data/image_transform.hpp"
+#include "vit/io/image_io.hpp"
+#include "vit/io/planned_decode.hpp"
 
 #include "vit_test_paths.hpp"
 
@@ -58,11 +65,15 @@ class PyCheck : public ::testing::Test {
 
   // Runs tests/pycheck/<script>.py; its output names every comparison and its
   // largest difference, and is shown in the test log.
-  void run_script(const std::string& script) {
+  // The script's --workdir; `prepare` writes its inputs there first.
+  static fs::path workdir_of(const std::string& script) {
+    return fs::temp_directory_path() / ("vit_pycheck_" + script + "_" + std::to_string(::getpid()));
+  }
+
+  void run_script(const std::string& script, bool keep_workdir = false) {
     ASSERT_TRUE(fs::exists(VIT_BINARY)) << VIT_BINARY << " is not built (cmake --build build)";
-    const fs::path work =
-        fs::temp_directory_path() / ("vit_pycheck_" + script + "_" + std::to_string(::getpid()));
-    fs::remove_all(work);
+    const fs::path work = workdir_of(script);
+    if (!keep_workdir) fs::remove_all(work);
     fs::create_directories(work);
     const fs::path log = work / "output.txt";
     const fs::path path = fs::path(VIT_SOURCE_DIR) / "tests" / "pycheck" / (script + ".py");
@@ -118,6 +129,69 @@ TEST_F(PyCheck, CkaMatchesPython) {
 
 TEST_F(PyCheck, FaithfulnessCurvesMatchPython) {
   run_script("check_faithfulness");
+}
+
+// A photograph-like RGB image, (3, h, w): gradients, discs and noise.
+at::Tensor photograph_rgb(int64_t h, int64_t w, int64_t seed) {
+  torch::manual_seed(seed);
+  auto y = torch::linspace(0, 1, h).view({1, h, 1}), x = torch::linspace(0, 1, w).view({1, 1, w});
+  auto image = torch::cat({x.expand({1, h, w}), y.expand({1, h, w}),
+                           (x * y).expand({1, h, w})}) * 200;
+  for (int k = 0; k < 5; ++k) {
+    const auto cy = torch::rand({1}).item<double>(), cx = torch::rand({1}).item<double>();
+    const auto disc = ((y - cy).pow(2) + (x - cx).pow(2)).lt(0.02 + 0.02 * k);
+    image = torch::where(disc, torch::rand({3, 1, 1}) * 255, image);
+  }
+  return (image + torch::rand({3, h, w}) * 25).clamp(0, 255).to(torch::kUInt8);
+}
+
+// vit's random resized crop boxes and evaluation transform, for
+// check_crops.py to hold against torchvision's.
+TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
+  if (std::system((kPython + " -c 'import torchvision, PIL' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << kPython << " cannot import torchvision and PIL (scripts/setup.sh --python-check)";
+  const fs::path work = workdir_of("check_crops");
+  fs::remove_all(work);
+  fs::create_directories(work);
+  struct Case {
+    int64_t height, width;
+    vit::RandomResizedCrop crop;
+    const char* name;
+  };
+  vit::RandomResizedCrop narrow;  // a strip where most tries miss: the fallback matters
+  narrow.scale = {0.5, 1.0};
+  for (const Case& c : {Case{375, 500, {}, "default"}, Case{100, 600, narrow, "fallback"},
+                        Case{640, 427, narrow, "tall"}}) {
+    std::ofstream csv(work / ("boxes_" + std::to_string(c.height) + "x" +
+                              std::to_string(c.width) + "_" + c.name + ".csv"));
+    csv << c.crop.scale[0] << "," << c.crop.scale[1] << "," << c.crop.ratio[0] << ","
+        << c.crop.ratio[1] << "\n";
+    vit::data::Rng rng(11);
+    for (int i = 0; i < 10000; ++i) {
+      const auto b = vit::data::random_resized_crop_box(c.height, c.width, c.crop, rng);
+      csv << b.top << "," << b.left << "," << b.height << "," << b.width << "\n";
+    }
+  }
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {{375, 500}, {480, 360}, {1200, 900},
+                                                          {300, 300}, {333, 517}};
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const auto [h, w] = sizes[k];
+    const auto source = work / ("eval_" + std::to_string(k) + ".jpg");
+    const auto pixels = photograph_rgb(h, w, int64_t(k));
+    const auto hwc = pixels.permute({1, 2, 0}).contiguous();
+    cv::Mat rgb(int(h), int(w), CV_8UC3, hwc.data_ptr<uint8_t>()), bgr;
+    cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+    std::vector<uint8_t> bytes;
+    cv::imencode(".jpg", bgr, bytes, {cv::IMWRITE_JPEG_QUALITY, 92});
+    std::ofstream(source, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                  std::streamsize(bytes.size()));
+    const auto ours = vit::io::decode_planned(
+        bytes.data(), bytes.size(), 3,
+        [](int64_t ih, int64_t iw) { return vit::data::center_crop_plan(ih, iw, 224, 0.875); },
+        source.string());
+    vit::io::write_png(work / ("eval_" + std::to_string(k) + ".png"), ours);
+  }
+  run_script("check_crops", /*keep_workdir=*/true);
 }
 
 }  // namespace
