@@ -40,7 +40,13 @@ struct EnumNames<DatasetKind> {
       {DatasetKind::kFashionMnist, "fashion-mnist"},
       {DatasetKind::kTinyImagenet, "tiny-imagenet"},
       {DatasetKind::kImageFolder, "image-folder"},
-      {DatasetKind::kSynthetic, "synthetic"}};
+      {DatasetKind::kSynthetic, "synthetic"},
+      {DatasetKind::kWebdataset, "webdataset"}};
+};
+template <>
+struct EnumNames<StreamMode> {
+  static constexpr std::pair<StreamMode, const char*> table[] = {
+      {StreamMode::kAuto, "auto"}, {StreamMode::kOn, "true"}, {StreamMode::kOff, "false"}};
 };
 
 template <typename E>
@@ -67,13 +73,21 @@ E enum_named(const std::string& name, const std::string& key) {
   throw Error("invalid config: " + key + " is '" + name + "', expected " + enum_choices<E>());
 }
 
-// A setting as JSON: enums by their names.
+// A setting as JSON: enums by their names, data.stream as "auto" or a
+// boolean, and an unset random_resized_crop as null.
 template <typename T>
 json json_of(const T& value) {
-  if constexpr (std::is_enum_v<T>)
+  if constexpr (std::is_same_v<T, StreamMode>) {
+    if (value == StreamMode::kAuto) return "auto";
+    return value == StreamMode::kOn;
+  } else if constexpr (std::is_same_v<T, std::optional<RandomResizedCrop>>) {
+    if (!value) return nullptr;
+    return {{"scale", value->scale}, {"ratio", value->ratio}};
+  } else if constexpr (std::is_enum_v<T>) {
     return enum_name(value);
-  else
+  } else {
     return value;
+  }
 }
 
 // The single list of config fields: (dotted path, member, meaning). Reading,
@@ -106,6 +120,9 @@ void for_each_field(C& c, F&& f) {
   f("model.emb_dropout", m.emb_dropout, "dropout after adding the position embedding, [0, 1)");
   f("model.attn_dropout", m.attn_dropout, "dropout on the attention probabilities, [0, 1)");
   f("model.layer_norm_eps", m.layer_norm_eps, "LayerNorm's epsilon (timm's ViT: 1e-6), > 0");
+  f("model.drop_path", m.drop_path,
+    "stochastic depth: each block's residual branches are dropped per image with a rate rising "
+    "linearly from 0 to this at the last block (timm's drop_path_rate), [0, 1)");
 
   auto& d = c.data;
   f("data.dataset", d.dataset,
@@ -118,6 +135,10 @@ void for_each_field(C& c, F&& f) {
   f("data.augment.crop_padding", d.augment.crop_padding,
     "pixels padded before a random crop, below image_size; 0 = off");
   f("data.augment.padding_mode", d.augment.padding_mode, "zeros | reflect");
+  f("data.augment.random_resized_crop", d.augment.random_resized_crop,
+    "torchvision's RandomResizedCrop from the original image (scale: share of its area; ratio: "
+    "width / height); replaces crop_padding; always streams; null = off; {} = the defaults "
+    "{scale: [0.08, 1], ratio: [0.75, 1.3333]}");
   f("data.augment.hflip", d.augment.hflip,
     "random horizontal flip; default per dataset (off for MNIST)");
   f("data.augment.randaugment_ops", d.augment.randaugment_ops,
@@ -128,6 +149,9 @@ void for_each_field(C& c, F&& f) {
   f("data.augment.cutmix_alpha", d.augment.cutmix_alpha, "Beta(a, a) for CutMix; 0 = off");
   f("data.augment.mix_prob", d.augment.mix_prob,
     "probability that a batch is mixed at all, [0, 1]");
+  f("data.augment.random_erasing", d.augment.random_erasing,
+    "probability of erasing one random box of each image with noise (timm's RandomErasing, "
+    "mode pixel), after mixing; [0, 1]");
   f("data.limit_train", d.limit_train, "keep N training images (seeded, stratified); 0 = all");
   f("data.limit_test", d.limit_test, "keep N test images (seeded, stratified); 0 = all");
   f("data.skip_corrupt", d.skip_corrupt,
@@ -143,6 +167,28 @@ void for_each_field(C& c, F&& f) {
   f("data.sha256", d.sha256,
     "SHA-256 of the file at data.url (mnist, fashion-mnist: one per file, comma-separated, in "
     "the order train images, train labels, test images, test labels); empty = not verified");
+
+  f("data.stream", d.stream,
+    "read and decode the images every epoch on data.workers threads instead of holding the "
+    "decoded dataset in memory; auto: when data.augment.random_resized_crop is set, for "
+    "webdataset, or when the decoded dataset would exceed data.memory_budget_mb");
+  f("data.memory_budget_mb", d.memory_budget_mb,
+    "decoded datasets larger than this stream (data.stream auto); 0 = a quarter of the "
+    "machine's memory");
+  f("data.workers", d.workers, "streaming: decode threads, 0..1024; 0 = one per core");
+  f("data.prefetch_batches", d.prefetch_batches,
+    "streaming: batches decoded ahead of the trainer, 1..1024 (memory: this many batches)");
+  f("data.crop_pct", d.crop_pct,
+    "streaming evaluation: the shorter side resized to image_size / crop_pct, then the centre "
+    "image_size square (timm's crop_pct), (0, 1]");
+  f("data.train_shards", d.train_shards,
+    "webdataset: the training shards, a brace pattern under root (train-{000000..000146}.tar)");
+  f("data.val_shards", d.val_shards, "webdataset: the validation shards (early stopping, best.pt)");
+  f("data.test_shards", d.test_shards,
+    "webdataset: the test shards, used once at the end; empty = no test split");
+  f("data.shuffle_buffer", d.shuffle_buffer,
+    "webdataset: training samples shuffled together (the shard order is shuffled too), "
+    "1..1000000");
 
   auto& t = c.train;
   f("train.batch_size", t.batch_size, "images per step (the global batch under torchrun)");
@@ -333,6 +379,37 @@ void read_value(const std::string& path, const json& v, std::vector<double>& out
   out = std::move(values);
 }
 
+void read_value(const std::string& path, const json& v, StreamMode& out) {
+  if (v.is_boolean()) {
+    out = v.get<bool>() ? StreamMode::kOn : StreamMode::kOff;
+  } else if (v.is_string() && v.get<std::string>() == "auto") {
+    out = StreamMode::kAuto;
+  } else {
+    throw Error(where_text(path, v) + ", expected \"auto\", true or false");
+  }
+}
+// null (off), or an object with "scale" and "ratio", each optional.
+void read_value(const std::string& path, const json& v, std::optional<RandomResizedCrop>& out) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  if (!v.is_object())
+    throw Error(where_text(path, v) +
+                ", expected null or an object such as {\"scale\": [0.08, 1.0], \"ratio\": "
+                "[0.75, 1.3333]}");
+  RandomResizedCrop crop;
+  for (const auto& [key, value] : v.items()) {
+    if (key == "scale")
+      read_value(path + ".scale", value, crop.scale);
+    else if (key == "ratio")
+      read_value(path + ".ratio", value, crop.ratio);
+    else
+      throw Error("unknown config key '" + path + "." + key + "'; expected scale or ratio");
+  }
+  out = crop;
+}
+
 // Rejects keys that are not config fields, naming the closest valid one.
 void check_known_keys(const json& j, const std::string& prefix, const std::set<std::string>& leaves,
                       const std::set<std::string>& sections) {
@@ -436,6 +513,48 @@ void validate_model(const ModelConfig& m) {
   require_fraction("model.attn_dropout", m.attn_dropout, false);
   require(m.layer_norm_eps > 0,
           "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
+  require_fraction("model.drop_path", m.drop_path, false);
+}
+
+// A [low, high] pair with 0 < low <= high (and high <= `most` when given).
+void require_interval(const std::string& path, const std::vector<double>& v, double most) {
+  const bool ok = v.size() == 2 && v[0] > 0 && v[0] <= v[1] && (most <= 0 || v[1] <= most);
+  std::string got = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    got += (i ? ", " : "") + std::to_string(v[i]);
+  require(ok, path + " is " + got + "], expected [low, high] with 0 < low <= high" +
+                  (most > 0 ? " <= " + std::to_string(most) : std::string()));
+}
+
+void validate_streaming(const DataConfig& d) {
+  if (const auto& crop = d.augment.random_resized_crop) {
+    require_interval("data.augment.random_resized_crop.scale", crop->scale, 1.0);
+    require_interval("data.augment.random_resized_crop.ratio", crop->ratio, 0.0);
+  }
+  require_fraction("data.augment.random_erasing", d.augment.random_erasing, true);
+  require(d.memory_budget_mb >= 0, "data.memory_budget_mb is " +
+                                       std::to_string(d.memory_budget_mb) +
+                                       ", expected >= 0 (0 = a quarter of the machine's memory)");
+  require_range("data.workers", d.workers, 0, kMaxThreads, " (0 = one per core)");
+  require_range("data.prefetch_batches", d.prefetch_batches, 1, 1024);
+  require(d.crop_pct > 0 && d.crop_pct <= 1,
+          "data.crop_pct is " + std::to_string(d.crop_pct) + ", expected a value in (0, 1]");
+  require_range("data.shuffle_buffer", d.shuffle_buffer, 1, 1'000'000);
+  const bool shards = d.dataset == DatasetKind::kWebdataset;
+  require(!shards || !d.train_shards.empty(),
+          "data.train_shards is empty, expected the training shards' brace pattern under "
+          "data.root (webdataset), e.g. \"train-{000000..000146}.tar\"");
+  require(!shards || !d.val_shards.empty(),
+          "data.val_shards is empty, expected the validation shards' brace pattern under "
+          "data.root (webdataset)");
+  require(!shards || d.stream != StreamMode::kOff,
+          "data.stream is false, but webdataset shards are always streamed");
+  require(d.dataset != DatasetKind::kSynthetic || !d.augment.random_resized_crop,
+          "data.augment.random_resized_crop needs images read from files; synthetic data is "
+          "made at the model's size");
+  require(!d.augment.random_resized_crop || d.stream != StreamMode::kOff,
+          "data.augment.random_resized_crop crops the original images, which only the streamed "
+          "path reads; data.stream is false");
 }
 
 void validate_data(const DataConfig& d, const ModelConfig& m) {
@@ -471,6 +590,7 @@ void validate_data(const DataConfig& d, const ModelConfig& m) {
           "data.limit_train is " + std::to_string(d.limit_train) + ", expected >= 0 (0 = all)");
   require(d.limit_test >= 0,
           "data.limit_test is " + std::to_string(d.limit_test) + ", expected >= 0 (0 = all)");
+  validate_streaming(d);
   require(d.sha256.empty() || !d.url.empty(),
           "data.sha256 is set but data.url is empty: the official archives are checked against "
           "their published MD5, data.sha256 checks a file from data.url");
@@ -672,6 +792,8 @@ std::pair<std::vector<double>, std::vector<double>> dataset_norm_defaults(Datase
       return {{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
     case DatasetKind::kSynthetic:  // uniform bytes: mean 127.5/255, std 73.9/255
       return {{0.5, 0.5, 0.5}, {0.2898, 0.2898, 0.2898}};
+    case DatasetKind::kWebdataset:  // ImageNet's, as timm's and DeiT's recipes use
+      return {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}};
   }
   return {{0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616}};  // CIFAR-10
 }
@@ -684,6 +806,9 @@ namespace {
 
 template <typename T>
 std::string type_of_value() {
+  if constexpr (std::is_same_v<T, StreamMode>) return "\"auto\" or true/false";
+  if constexpr (std::is_same_v<T, std::optional<RandomResizedCrop>>)
+    return "null or {scale: [lo, hi], ratio: [lo, hi]}";
   if constexpr (std::is_enum_v<T>) return "string: " + enum_choices<T>();
   if constexpr (std::is_same_v<T, std::string>) return "string";
   if constexpr (std::is_same_v<T, bool>) return "true/false";
@@ -756,6 +881,10 @@ const char* name_of(Precision precision) {
 
 const char* name_of(DatasetKind dataset) {
   return enum_name(dataset);
+}
+
+const char* name_of(StreamMode mode) {
+  return enum_name(mode);
 }
 
 std::ostream& operator<<(std::ostream& out, Pool pool) {

@@ -213,7 +213,7 @@ TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
             "invalid config: train.precision is 'fp8', expected auto | fp32 | bf16 | fp16");
   EXPECT_EQ(error_of([&] { apply_override(c, "data.dataset=imagenet"); }),
             "invalid config: data.dataset is 'imagenet', expected cifar10 | cifar100 | mnist | "
-            "fashion-mnist | tiny-imagenet | image-folder | synthetic");
+            "fashion-mnist | tiny-imagenet | image-folder | synthetic | webdataset");
   EXPECT_EQ(error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
             "test.json: invalid config: model.pool is 'CLS', expected cls | mean");
   EXPECT_EQ(error_of([] { from(R"({"train": {"precision": 16}})"); }),
@@ -280,6 +280,69 @@ TEST(Config, DimHeadLetsTheAttentionWidthDifferFromDim) {
   apply_override(c, "model.dim_head=64");
   EXPECT_NO_THROW(c.validate());
   EXPECT_EQ(c.model.inner_dim(), 192);
+}
+
+TEST(Config, StreamingSettingsReadAndWriteBack) {
+  const Config c = from(R"({"model": {"image_size": 224, "patch_size": 16, "drop_path": 0.1},
+      "data": {"dataset": "image-folder", "stream": true, "workers": 3, "crop_pct": 0.9,
+               "augment": {"random_resized_crop": {"scale": [0.2, 1.0]}, "random_erasing": 0.25}}})");
+  ASSERT_TRUE(c.data.augment.random_resized_crop);
+  EXPECT_EQ(c.data.augment.random_resized_crop->scale, (std::vector<double>{0.2, 1.0}));
+  EXPECT_EQ(c.data.augment.random_resized_crop->ratio, (std::vector<double>{0.75, 4.0 / 3}));
+  EXPECT_EQ(c.data.stream, StreamMode::kOn);
+  EXPECT_EQ(c.data.workers, 3);
+  EXPECT_DOUBLE_EQ(c.model.drop_path, 0.1);
+  const json j = config_to_json(c);
+  EXPECT_EQ(j["data"]["stream"], true);
+  EXPECT_EQ(j["data"]["augment"]["random_resized_crop"]["scale"], json({0.2, 1.0}));
+  EXPECT_EQ(config_to_json_string(from(config_to_json_string(c))), config_to_json_string(c));
+  const Config defaults;
+  EXPECT_FALSE(defaults.data.augment.random_resized_crop);
+  EXPECT_EQ(config_to_json(defaults)["data"]["stream"], "auto");
+  EXPECT_TRUE(config_to_json(defaults)["data"]["augment"]["random_resized_crop"].is_null());
+  Config o;
+  apply_override(o, "data.stream=false");
+  EXPECT_EQ(o.data.stream, StreamMode::kOff);
+  apply_override(o, "data.stream=auto");
+  EXPECT_EQ(o.data.stream, StreamMode::kAuto);
+  apply_override(o, "data.augment.random_resized_crop={}");
+  EXPECT_TRUE(o.data.augment.random_resized_crop);
+  apply_override(o, "data.augment.random_resized_crop=null");
+  EXPECT_FALSE(o.data.augment.random_resized_crop);
+  EXPECT_EQ(error_of([] { from(R"({"data": {"stream": "yes"}})"); }),
+            "test.json: config key 'data.stream': got string \"yes\", expected \"auto\", true or "
+            "false");
+  EXPECT_EQ(error_of([] { from(R"({"data": {"augment": {"random_resized_crop": {"area": 1}}}})"); }),
+            "test.json: unknown config key 'data.augment.random_resized_crop.area'; expected "
+            "scale or ratio");
+  EXPECT_EQ(error_of([] { from(R"({"data": {"augment": {"random_resized_crop": [0.08, 1]}}})"); }),
+            "test.json: config key 'data.augment.random_resized_crop': got array [0.08,1], "
+            "expected null or an object such as {\"scale\": [0.08, 1.0], \"ratio\": [0.75, "
+            "1.3333]}");
+}
+
+TEST(Config, StreamingValuesAreChecked) {
+  const auto invalid = [](const std::string& text) {
+    return error_of([&] { from(text).validate(); });
+  };
+  EXPECT_EQ(invalid(R"({"data": {"augment": {"random_resized_crop": {"scale": [0.5, 0.1]}}}})"),
+            "invalid config: data.augment.random_resized_crop.scale is [0.500000, "
+            "0.100000], expected [low, high] with 0 < low <= high <= 1.000000");
+  EXPECT_EQ(invalid(R"({"data": {"augment": {"random_resized_crop": {"ratio": [0, 2]}}}})"),
+            "invalid config: data.augment.random_resized_crop.ratio is [0.000000, "
+            "2.000000], expected [low, high] with 0 < low <= high");
+  EXPECT_EQ(invalid(R"({"data": {"crop_pct": 1.5}})"),
+            "invalid config: data.crop_pct is 1.500000, expected a value in (0, 1]");
+  EXPECT_EQ(invalid(R"({"data": {"prefetch_batches": 0}})"),
+            "invalid config: data.prefetch_batches is 0, expected 1..1024");
+  EXPECT_EQ(invalid(R"({"data": {"dataset": "webdataset", "train_shards": "t-{0..3}.tar"}})"),
+            "invalid config: data.val_shards is empty, expected the validation "
+            "shards' brace pattern under data.root (webdataset)");
+  EXPECT_EQ(invalid(R"({"data": {"stream": false, "augment": {"random_resized_crop": {}}}})"),
+            "invalid config: data.augment.random_resized_crop crops the original "
+            "images, which only the streamed path reads; data.stream is false");
+  EXPECT_EQ(invalid(R"({"model": {"drop_path": 1.0}})"),
+            "invalid config: model.drop_path is 1.000000, expected a value in [0, 1)");
 }
 
 TEST(Config, OverridesParseByFieldType) {

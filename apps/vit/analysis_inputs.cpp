@@ -58,7 +58,7 @@ AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, in
     inputs.pixels = load_image_inputs(images, config, c10::kCPU).pixels;
     return inputs;
   }
-  const data::Dataset& val = opened.data().val;
+  const data::Dataset& val = opened.images(data::SplitName::kVal);
   if (val.size() == 0)
     throw Error(std::string("the validation split of ") + name_of(config.data.dataset) + " (" +
                 config.data.root + ") is empty; set data.val_size > 0 or pass --images");

@@ -16,6 +16,8 @@
 #include "vit/atomic_write.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
+#include "vit/data/materialize.hpp"
+#include "vit/data/split_loader.hpp"
 #include "vit/error.hpp"
 #include "vit/io/confusion.hpp"
 #include "vit/io/grid.hpp"
@@ -49,17 +51,24 @@ nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>&
 }
 
 // The highest-loss images, captioned "predicted / true" (red when wrong).
-torch::Tensor worst_grid(const EvalResult& r, const data::Dataset& split,
+// `images_at` gives the split's images at positions (in memory: indexed;
+// streamed: decoded).
+torch::Tensor worst_grid(const EvalResult& r,
+                         const std::function<at::Tensor(const std::vector<int64_t>&)>& images_at,
                          const std::vector<std::string>& classes) {
   const int64_t n = std::min<int64_t>(kWorstImages, r.count);
   const auto worst = std::get<1>(r.losses.topk(n));
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < n; ++i)
+    positions.push_back(worst[i].item<int64_t>());
+  const at::Tensor images = images_at(positions);
   std::vector<io::Tile> tiles;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t index = worst[i].item<int64_t>();
+    const int64_t index = positions[i];
     const int64_t predicted = r.predictions[index].item<int64_t>(),
                   truth = r.labels[index].item<int64_t>();
     io::Tile tile;
-    tile.image = split.images[index];
+    tile.image = images[i];
     tile.caption = classes[predicted] + " / " + classes[truth] +
                    fmt::format("\nloss {:.2f}", r.losses[index].item<double>());
     if (predicted != truth) tile.color = {200, 0, 0};
@@ -78,15 +87,16 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
   const c10::Device device = opened.device;
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const data::DataSplits& splits = opened.data();
-  const data::Dataset& split = o.split == "val" ? splits.val : splits.test;
-  if (split.size() == 0)
+  const data::SplitName which = o.split == "val" ? data::SplitName::kVal : data::SplitName::kTest;
+  const int64_t images = which == data::SplitName::kVal ? splits.val_size() : splits.test_size();
+  if (images == 0)
     throw Error("the " + o.split + " split of " + name_of(loaded.config.data.dataset) +
                 " is empty");
-  const data::BatchLoader loader(split,
-                                 data::loader_options(loaded.config, device, /*train=*/false));
+  const auto loader = data::loader_for(
+      splits, which, loaded.config, data::loader_options(loaded.config, device, /*train=*/false));
   // By default the training precision, as in `vit predict` and the trainer's
   // final test, so the three agree on every image.
-  const EvalResult r = evaluate(loaded.model, loader, loaded.config.model.num_classes, precision);
+  const EvalResult r = evaluate(loaded.model, *loader, loaded.config.model.num_classes, precision);
 
   const std::string out = output_folder(o.model, loaded, "eval-" + o.split).string();
   const nlohmann::json json = metrics_json(r, loaded.class_names, o.split, loaded.path, precision);
@@ -96,7 +106,16 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
                                         o.split, r.count, 100 * r.accuracy);
   io::write_png(out + "/confusion.png",
                 io::render_confusion(r.confusion, loaded.class_names, confusion_options));
-  io::write_png(out + "/worst.png", worst_grid(r, split, loaded.class_names));
+  const auto images_at = [&](const std::vector<int64_t>& positions) {
+    if (splits.streamed) {
+      const auto& split =
+          which == data::SplitName::kVal ? splits.streamed->val : splits.streamed->test;
+      return data::materialize_at(split, loaded.config, positions).images;
+    }
+    const data::Dataset& split = which == data::SplitName::kVal ? splits.val : splits.test;
+    return split.images.index_select(0, torch::tensor(positions, torch::kInt64));
+  };
+  io::write_png(out + "/worst.png", worst_grid(r, images_at, loaded.class_names));
   std::cout << fmt::format("{} split: accuracy {:.4f} ({} images), loss {:.4f}\n", o.split,
                            r.accuracy, r.count, r.loss);
   spdlog::info("wrote {}/metrics.json, confusion.png and worst.png", out);

@@ -36,7 +36,7 @@ struct ProbeScores {
 // `wanted` training images, drawn with the seed, and their labels.
 std::pair<at::Tensor, at::Tensor> training_images(OpenedModel& opened, int64_t wanted,
                                                   uint64_t seed) {
-  const data::Dataset& train = opened.data().train;
+  const data::Dataset& train = opened.images(data::SplitName::kTrain);
   if (train.size() < 2)
     throw Error("vit probe: the training split has " + std::to_string(train.size()) +
                 " images; the probes need at least 2");

@@ -1,8 +1,12 @@
 #include "model_source.hpp"
 
+#include <algorithm>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "model_inputs.hpp"
+#include "vit/data/materialize.hpp"
 
 namespace vit::cli {
 
@@ -23,6 +27,24 @@ OpenedModel::OpenedModel(c10::Device device, LoadedModel loaded)
 const data::DataSplits& OpenedModel::data() {
   if (!data_) data_ = data::load_data(loaded.config);
   return *data_;
+}
+
+const data::Dataset& OpenedModel::images(data::SplitName which) {
+  const data::DataSplits& splits = data();
+  if (!splits.streamed)
+    return which == data::SplitName::kTrain ? splits.train
+           : which == data::SplitName::kVal ? splits.val
+                                            : splits.test;
+  auto it = decoded_.find(which);
+  if (it != decoded_.end()) return it->second;
+  const auto& s = *splits.streamed;
+  const data::StreamedSplit& split = which == data::SplitName::kTrain ? s.train
+                                     : which == data::SplitName::kVal ? s.val
+                                                                      : s.test;
+  const int64_t n = std::min(kStreamedAnalysisImages, split.size());
+  spdlog::info("the data streams: decoding {} of the {} images of {} for the analysis", n,
+               split.size(), split.source);
+  return decoded_.emplace(which, data::materialize_sample(split, loaded.config, n)).first->second;
 }
 
 OpenedModel open_model(const CommonOptions& common, const ModelSource& source) {

@@ -2,6 +2,7 @@
 // What the commands that read a model share: --checkpoint, --config and
 // --out, how they open the model, and where their files go by default.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -44,10 +45,18 @@ class OpenedModel {
   LoadedModel loaded;  // in eval mode, on `device`
   // The splits of loaded.config's data; callers must not write into them.
   const data::DataSplits& data();
+  // A split's images at hand: the split itself when it is in memory; when the
+  // data streams, kStreamedAnalysisImages of them (data::materialize_sample),
+  // decoded as evaluation decodes them (once, then kept).
+  const data::Dataset& images(data::SplitName which);
 
  private:
   std::optional<data::DataSplits> data_;
+  std::map<data::SplitName, data::Dataset> decoded_;  // streamed splits' images, by split
 };
+
+// Images decoded from a streamed split for the analyses and probes.
+inline constexpr int64_t kStreamedAnalysisImages = 2048;
 
 // The opening of every command that reads a model: the common options
 // (threads, seed, log level), the device, and the checkpoint it names or

@@ -4,6 +4,7 @@
 // keys, wrong types and impossible values are errors.
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,13 +24,19 @@ enum class DatasetKind {
   kFashionMnist,
   kTinyImagenet,
   kImageFolder,
-  kSynthetic
+  kSynthetic,
+  kWebdataset
 };
+// Whether training reads its images from disk every epoch (data/stream_loader)
+// instead of decoding the whole dataset into memory once: "auto" decides, true
+// and false force it (in JSON: the string "auto" or a boolean).
+enum class StreamMode { kAuto, kOn, kOff };
 const char* name_of(Pool pool);            // "cls" | "mean"
 const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
 // "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder" |
-// "synthetic"
+// "synthetic" | "webdataset"
 const char* name_of(DatasetKind dataset);
+const char* name_of(StreamMode mode);                    // "auto" | "true" | "false"
 std::ostream& operator<<(std::ostream& out, Pool pool);  // the name, for logs and test messages
 std::ostream& operator<<(std::ostream& out, Precision precision);
 std::ostream& operator<<(std::ostream& out, DatasetKind dataset);
@@ -63,6 +70,7 @@ struct ModelConfig {
   double emb_dropout = 0.0;      // after adding the position embedding
   double attn_dropout = 0.0;     // on the attention probabilities
   double layer_norm_eps = 1e-6;  // timm's ViT uses 1e-6
+  double drop_path = 0.0;        // stochastic depth: the last block's drop rate, linear from 0
 
   int64_t grid() const { return image_size / patch_size; }  // patches per side g
   int64_t num_patches() const { return grid() * grid(); }   // g*g
@@ -70,7 +78,18 @@ struct ModelConfig {
   int64_t inner_dim() const { return heads * head_dim(); }  // width of q, k, v
 };
 
+// torchvision's RandomResizedCrop, taken from the original image: a box of a
+// random share of its area and aspect ratio, resized to the model's size.
+struct RandomResizedCrop {
+  std::vector<double> scale = {0.08, 1.0};      // share of the image's area, (0, 1]
+  std::vector<double> ratio = {0.75, 4.0 / 3};  // width / height, > 0
+};
+
 struct AugmentConfig {
+  // ImageNet-style training: a random resized crop of the original image
+  // instead of the pad-and-crop (which it replaces); unset (JSON null) = off.
+  // Always streams: the in-memory path holds images at the model's size.
+  std::optional<RandomResizedCrop> random_resized_crop;
   int64_t crop_padding = 4;            // pixels padded before a random crop, < image_size; 0 = off
   std::string padding_mode = "zeros";  // "zeros" | "reflect"
   bool hflip = true;                   // random horizontal flip; per-dataset default (mnist: off)
@@ -79,6 +98,7 @@ struct AugmentConfig {
   double mixup_alpha = 0.0;            // Beta(a, a) for mixup; 0 = off
   double cutmix_alpha = 0.0;           // Beta(a, a) for cutmix; 0 = off
   double mix_prob = 1.0;               // probability that a batch is mixed at all
+  double random_erasing = 0.0;         // probability of erasing one random box of an image
 };
 
 struct DataConfig {
@@ -98,6 +118,17 @@ struct DataConfig {
   bool download = false;    // vit train and vit data fetch the official archive when root lacks it
   std::string url = "";     // overrides the archive's URL (MNIST-style: the folder of the 4 files)
   std::string sha256 = "";  // SHA-256 of the file at url (MNIST-style: 4, comma-separated)
+  // Streaming (data/stream_loader.hpp): images read and decoded every epoch.
+  StreamMode stream = StreamMode::kAuto;  // auto: when random_resized_crop is set, the dataset is
+                                          // webdataset, or it would not fit memory_budget_mb
+  int64_t memory_budget_mb = 0;   // decoded datasets above this stream; 0 = a quarter of RAM
+  int64_t workers = 0;            // decode threads; 0 = one per core
+  int64_t prefetch_batches = 6;   // ready batches held ahead of the trainer, >= 1
+  double crop_pct = 0.875;        // evaluation: shorter side to image_size / crop_pct, centre crop
+  std::string train_shards = "";  // webdataset: brace pattern under root, "train-{000..146}.tar"
+  std::string val_shards = "";    // webdataset: the validation split's shards
+  std::string test_shards = "";   // webdataset: the test split's shards; "" = no test split
+  int64_t shuffle_buffer = 2000;  // webdataset: samples shuffled together in a buffer, >= 1
 
   // Not config keys: whether mean, std and augment.hflip were given in a file
   // or by --set. The ones left out follow `dataset`, even when --set changes

@@ -66,6 +66,7 @@ std::optional<DatasetArchive> official_archive(DatasetKind dataset) {
                             260'000'000};
     case DatasetKind::kImageFolder:
     case DatasetKind::kSynthetic:
+    case DatasetKind::kWebdataset:
       return std::nullopt;
   }
   return std::nullopt;
@@ -93,7 +94,8 @@ std::string missing_file(DatasetKind dataset, const fs::path& root) {
     case DatasetKind::kImageFolder:
       folders = {"."};
       break;
-    case DatasetKind::kSynthetic:  // made in memory
+    case DatasetKind::kSynthetic:   // made in memory
+    case DatasetKind::kWebdataset:  // its shards are named by brace patterns, checked on reading
       return "";
   }
   std::error_code ec;

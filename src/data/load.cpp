@@ -1,17 +1,25 @@
 #include "vit/data/load.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "vit/data/brace_pattern.hpp"
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/data/image_folder.hpp"
+#include "vit/data/image_listing.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/data/split.hpp"
 #include "vit/data/synthetic.hpp"
 #include "vit/data/tiny_imagenet.hpp"
+#include "vit/data/webdataset.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
 
@@ -66,6 +74,8 @@ DatasetPair read_dataset(const DataConfig& data, const ModelConfig& model, uint6
       return load_tiny_imagenet(root, options);
     case DatasetKind::kImageFolder:
       return load_image_folder(root, channels, side, options);
+    case DatasetKind::kWebdataset:
+      throw Error("webdataset: shards are streamed, never read whole (data/stream_loader)");
     case DatasetKind::kSynthetic:
       return make_synthetic(synthetic_shape(data.limit_train, data.val_size, data.limit_test,
                                             channels, side, model.num_classes),
@@ -93,16 +103,116 @@ Dataset conform(const Dataset& data, int64_t channels, int64_t side) {
   return out;
 }
 
-DataSplits load_data(const Config& config) {
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+
+constexpr int64_t kBytesPerMiB = 1 << 20;
+
+// A quarter of the machine's memory: the default data.memory_budget_mb.
+int64_t default_memory_budget_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return int64_t{4} << 30;  // unknown: 4 GiB
+  return static_cast<int64_t>(pages) * page / 4;
+}
+
+bool can_stream(DatasetKind dataset) {
+  return dataset == DatasetKind::kImageFolder || dataset == DatasetKind::kTinyImagenet ||
+         dataset == DatasetKind::kWebdataset;
+}
+
+// The file listing of a dataset read file by file; nullopt for the others.
+std::optional<ImageListing> listing_of(const Config& config) {
+  const auto& d = config.data;
+  if (d.dataset == DatasetKind::kImageFolder)
+    return list_image_folder(d.root, config.model.channels, config.model.image_size);
+  if (d.dataset == DatasetKind::kTinyImagenet) return list_tiny_imagenet(d.root);
+  return std::nullopt;
+}
+
+StreamedSplit limited(const StreamedSplit& split, int64_t limit, uint64_t seed) {
+  if (limit <= 0 || limit >= split.size()) return split;
+  return split.subset(
+      stratified_pick(split.label_tensor(), split.num_classes(), limit, seed).picked);
+}
+
+// Class names of WebDataset shards: root/classes.txt (one a line) when there
+// is one, else "0" .. "K-1".
+std::vector<std::string> shard_classes(const std::filesystem::path& root, int64_t num_classes) {
+  const auto file = root / "classes.txt";
+  std::vector<std::string> classes;
+  std::ifstream in(file);
+  if (!in) {
+    for (int64_t k = 0; k < num_classes; ++k)
+      classes.push_back(std::to_string(k));
+    return classes;
+  }
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+      line.pop_back();
+    if (!line.empty()) classes.push_back(line);
+  }
+  if (static_cast<int64_t>(classes.size()) != num_classes)
+    throw Error(file.string() + ": " + std::to_string(classes.size()) +
+                " class names, but model.num_classes is " + std::to_string(num_classes));
+  return classes;
+}
+
+StreamedSplit shard_split(const Config& config, const std::string& pattern, const char* key,
+                          const std::vector<std::string>& classes) {
+  StreamedSplit split;
+  split.classes = classes;
+  split.source = std::string("webdataset ") + key + " " + pattern;
+  if (pattern.empty()) return split;
+  ShardOptions options;
+  options.num_classes = config.model.num_classes;
+  options.skip_corrupt = config.data.skip_corrupt;
+  split.shards = shard_files(pattern, config.data.root, key);
+  for (const auto& shard : split.shards)
+    split.shard_samples.push_back(count_shard_samples(shard, options));
+  return split;
+}
+
+StreamedSplits streamed_splits(const Config& config, const std::optional<ImageListing>& listing,
+                               std::string reason) {
+  const auto& d = config.data;
+  StreamedSplits out;
+  out.reason = std::move(reason);
+  if (d.dataset == DatasetKind::kWebdataset) {
+    const auto classes = shard_classes(d.root, config.model.num_classes);
+    out.train = shard_split(config, d.train_shards, "data.train_shards", classes);
+    out.val = shard_split(config, d.val_shards, "data.val_shards", classes);
+    out.test = shard_split(config, d.test_shards, "data.test_shards", classes);
+    return out;
+  }
+  const std::string root = listing->root.string();
+  StreamedSplit official{listing->train_files,
+                         listing->train_labels,
+                         {},
+                         {},
+                         listing->classes,
+                         std::string(name_of(d.dataset)) + " " + root + " (training files)"};
+  StreamedSplit test{listing->test_files,
+                     listing->test_labels,
+                     {},
+                     {},
+                     listing->classes,
+                     std::string(name_of(d.dataset)) + " " + root + " (test files)"};
+  const int64_t n_train = official.size();
+  if (d.val_size >= n_train)
+    throw Error("data.val_size " + std::to_string(d.val_size) + " leaves no training images (" +
+                name_of(d.dataset) + std::string(" has ") + std::to_string(n_train) + ")");
+  const auto held_out = stratified_pick(official.label_tensor(), official.num_classes(), d.val_size,
+                                        stream_seed(config.seed, kValStream));
+  out.val = official.subset(held_out.picked);
+  out.train = limited(official.subset(held_out.rest), d.limit_train,
+                      stream_seed(config.seed, kLimitTrainStream));
+  out.test = limited(test, d.limit_test, stream_seed(config.seed, kLimitTestStream));
+  return out;
+}
+
+DataSplits in_memory_splits(const Config& config, DatasetPair official) {
   const auto& d = config.data;
   const auto& m = config.model;
-  DatasetPair official = read_dataset(d, m, config.seed);
   const int64_t classes = official.train.num_classes();
-  if (classes != m.num_classes) {
-    throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
-                std::string(name_of(d.dataset)) + " has " + std::to_string(classes) + " classes");
-  }
   const int64_t n_train = official.train.size();
   if (d.val_size >= n_train) {
     throw Error("data.val_size " + std::to_string(d.val_size) + " leaves no training images (" +
@@ -110,7 +220,6 @@ DataSplits load_data(const Config& config) {
   }
   const auto held_out = stratified_pick(official.train.labels, classes, d.val_size,
                                         stream_seed(config.seed, kValStream));
-
   DataSplits out;
   out.val = conform(official.train.subset(held_out.picked), m.channels, m.image_size);
   out.train = conform(limited(official.train.subset(held_out.rest), d.limit_train,
@@ -119,12 +228,97 @@ DataSplits load_data(const Config& config) {
   out.test =
       conform(limited(official.test, d.limit_test, stream_seed(config.seed, kLimitTestStream)),
               m.channels, m.image_size);
+  return out;
+}
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+StreamChoice choose_stream(const Config& config, int64_t listed_images) {
+  const auto& d = config.data;
+  if (d.dataset == DatasetKind::kWebdataset) return {true, "webdataset shards are always streamed"};
+  if (d.augment.random_resized_crop) {
+    if (!can_stream(d.dataset))
+      throw Error(
+          "data.augment.random_resized_crop needs images read file by file (image-folder, "
+          "tiny-imagenet or webdataset); " +
+          std::string(name_of(d.dataset)) + " is read into memory whole");
+    return {true, "data.augment.random_resized_crop crops the original images"};
+  }
+  if (d.stream == StreamMode::kOn) {
+    if (!can_stream(d.dataset))
+      throw Error("data.stream is true, but " + std::string(name_of(d.dataset)) +
+                  " is read into memory whole; image-folder, tiny-imagenet and webdataset stream");
+    return {true, "data.stream is true"};
+  }
+  if (d.stream == StreamMode::kOff || !can_stream(d.dataset)) return {false, ""};
+  const int64_t bytes =
+      listed_images * config.model.channels * config.model.image_size * config.model.image_size;
+  const int64_t budget =
+      d.memory_budget_mb > 0 ? d.memory_budget_mb * kBytesPerMiB : default_memory_budget_bytes();
+  if (bytes <= budget) return {false, ""};
+  return {true, "its " + with_commas(listed_images) + " images would take " +
+                    with_commas(bytes / kBytesPerMiB) +
+                    " MiB decoded, over data.memory_budget_mb " +
+                    with_commas(budget / kBytesPerMiB) + " MiB"};
+}
+
+DataSplits load_data(const Config& config) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto& d = config.data;
+  const auto& m = config.model;
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto listing = listing_of(config);
+  const int64_t listed =
+      listing ? static_cast<int64_t>(listing->train_files.size() + listing->test_files.size()) : 0;
+  const StreamChoice choice = choose_stream(config, listed);
+  DataSplits out;
+  if (choice.stream) {
+    out.streamed = streamed_splits(config, listing, choice.reason);
+    if (out.streamed->train.num_classes() != m.num_classes)
+      throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
+                  std::string(name_of(d.dataset)) + " has " +
+                  std::to_string(out.streamed->train.num_classes()) + " classes");
+  } else {
+    DatasetPair official;
+    if (listing) {
+      ImageLoadOptions options;
+      options.skip_corrupt = d.skip_corrupt;
+      options.cache_dir = d.cache_dir;
+      official = load_listing(*listing, options);
+    } else {
+      official = read_dataset(d, m, config.seed);
+    }
+    if (official.train.num_classes() != m.num_classes) {
+      throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
+                  std::string(name_of(d.dataset)) + " has " +
+                  std::to_string(official.train.num_classes()) + " classes");
+    }
+    out = in_memory_splits(config, std::move(official));
+  }
   out.mean = d.mean;
   out.std = d.std;
-  spdlog::info("{}: {} train, {} val, {} test images of {}x{}x{} in {:.1f} s", name_of(d.dataset),
-               out.train.size(), out.val.size(), out.test.size(), m.channels, m.image_size,
-               m.image_size,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (choice.stream) {
+    spdlog::info(
+        "{}: {} train, {} val, {} test images, streamed: read and decoded every epoch "
+        "({}); listed in {:.1f} s",
+        name_of(d.dataset), with_commas(out.train_size()), with_commas(out.val_size()),
+        with_commas(out.test_size()), choice.reason, seconds());
+  } else {
+    spdlog::info("{}: {} train, {} val, {} test images of {}x{}x{} in {:.1f} s", name_of(d.dataset),
+                 out.train.size(), out.val.size(), out.test.size(), m.channels, m.image_size,
+                 m.image_size, seconds());
+  }
   return out;
 }
 

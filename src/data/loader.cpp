@@ -5,6 +5,9 @@
 #include <torch/torch.h>
 
 #include "vit/data/augment.hpp"
+#include "vit/data/epoch_order.hpp"
+#include "vit/data/normalizer.hpp"
+#include "vit/data/random_erasing.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
@@ -13,20 +16,9 @@ namespace vit::data {
 
 namespace {
 
-// Stream tags, so the shuffle and the augmentation never share draws.
-constexpr uint64_t kShuffleStream = 1;
+// The batch augmentation's stream tags (data/epoch_order's shuffle is 1).
 constexpr uint64_t kAugmentStream = 2;
-
-std::vector<double> per_channel(const std::vector<double>& values, int64_t channels,
-                                const char* name) {
-  if (static_cast<int64_t>(values.size()) == channels) return values;
-  if (values.size() == 1) return std::vector<double>(channels, values.front());
-  // One value serves every channel, so gray images take 1 and RGB 1 or 3.
-  const std::string expected =
-      channels == 1 ? "1 value" : "1 or " + std::to_string(channels) + " values";
-  throw Error(std::string("data.") + name + ": " + std::to_string(values.size()) + " values for " +
-              std::to_string(channels) + "-channel images, expected " + expected);
-}
+constexpr uint64_t kErasingStream = 3;
 
 }  // namespace
 
@@ -69,19 +61,8 @@ BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
   images_ = data.images.to(options_.device).contiguous();
   labels_ = data.labels.to(options_.device);
   num_classes_ = data.num_classes();
-  const int64_t channels = data.images.size(1);
-  const auto mean = per_channel(options_.mean, channels, "mean");
-  const auto std = per_channel(options_.std, channels, "std");
-  std::vector<double> scale(channels), shift(channels);
-  for (int64_t c = 0; c < channels; ++c) {
-    if (!(std[c] > 0.0))
-      throw Error("data.std: value " + std::to_string(std[c]) + " is not positive");
-    scale[c] = 1.0 / (255.0 * std[c]);
-    shift[c] = mean[c] / std[c];
-  }
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(options_.device);
-  scale_ = torch::tensor(scale, torch::kFloat64).to(opts).view({1, channels, 1, 1});
-  shift_ = torch::tensor(shift, torch::kFloat64).to(opts).view({1, channels, 1, 1});
+  normalizer_ = std::make_unique<Normalizer>(options_.mean, options_.std, data.images.size(1),
+                                             options_.device);
 }
 
 int64_t BatchLoader::batches_per_epoch() const {
@@ -91,12 +72,10 @@ int64_t BatchLoader::batches_per_epoch() const {
 
 at::Tensor BatchLoader::order(int64_t epoch) const {
   std::vector<int64_t> order(size());
-  std::iota(order.begin(), order.end(), 0);
   if (options_.train) {
-    Rng rng = Rng::derive({options_.seed, kShuffleStream, static_cast<uint64_t>(epoch)});
-    for (int64_t i = size() - 1; i > 0; --i) {
-      std::swap(order[i], order[rng.below(static_cast<uint64_t>(i) + 1)]);
-    }
+    order = epoch_order(size(), options_.seed, epoch);
+  } else {
+    std::iota(order.begin(), order.end(), 0);
   }
   return torch::tensor(order, torch::kInt64).view({size()});
 }
@@ -145,22 +124,21 @@ Batch BatchLoader::shard(Batch batch) const {
 
 Batch BatchLoader::batch(int64_t epoch, int64_t step) const {
   Batch out = assemble(epoch, step);
-  out.images = normalize(out.images);
+  out.images = normalizer_->normalize(out.images);
+  if (options_.train && options_.augment.random_erasing > 0) {
+    Rng rng = Rng::derive(
+        {options_.seed, kErasingStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step)});
+    const int64_t b = options_.batch_size;
+    out.images = random_erasing(out.images, options_.augment.random_erasing, rng,
+                                b * options_.shard_index / options_.shard_count, b);
+  }
   return out;
 }
 
 Batch BatchLoader::batch_unnormalized(int64_t epoch, int64_t step) const {
   Batch out = assemble(epoch, step);
-  if (!out.images.is_floating_point()) out.images = out.images.to(torch::kFloat32).div_(255.0);
+  out.images = Normalizer::unit_range(out.images);
   return out;
-}
-
-at::Tensor BatchLoader::normalize(const at::Tensor& images) const {
-  // uint8 pixels p: (p / 255 - mean) / std = p * scale - shift.
-  if (images.scalar_type() == torch::kUInt8) {
-    return images.to(torch::kFloat32).mul_(scale_).sub_(shift_);
-  }
-  return images.mul(scale_ * 255.0).sub_(shift_);
 }
 
 }  // namespace vit::data

@@ -278,7 +278,8 @@ std::pair<torch::Tensor, torch::Tensor> MlpImpl::forward_onto_then_norm(
   return add_linear_then_norm(residual, fc2, drop, drop(linear_gelu(fc1, x)), norm);
 }
 
-BlockImpl::BlockImpl(const ModelConfig& cfg) {
+BlockImpl::BlockImpl(const ModelConfig& cfg, double drop_path_rate)
+    : drop_path_rate(drop_path_rate) {
   norm1 = register_module("norm1", make_norm(cfg));
   attn = register_module("attn", Attention(cfg));
   norm2 = register_module("norm2", make_norm(cfg));
@@ -294,8 +295,36 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
 // token alone, its residual is its own row. The attention's residual add and
 // norm2 go in one pass too (kernels/residual_norm), and the MLP's with the
 // next block's norm1 where `norms.next` asks for it.
+torch::Tensor BlockImpl::drop_path(const torch::Tensor& branch) const {
+  const double keep = 1.0 - drop_path_rate;
+  // One draw per image (B, 1, 1): 1 / keep where kept, 0 where dropped.
+  const auto mask =
+      torch::empty({branch.size(0), 1, 1}, branch.options()).bernoulli_(keep).div_(keep);
+  return branch * mask;
+}
+
+// Stochastic depth in training: x + drop_path(MSA(LN(x))), then the same for
+// the MLP, with the residual adds apart from the kernels that fuse them.
+BlockResult BlockImpl::run_dropping_paths(const torch::Tensor& x, AttentionCall call,
+                                          const BlockNorms& norms) {
+  const bool class_token = call.queries == AttentionCall::Queries::kClassToken;
+  const auto residual = class_token ? x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) : x;
+  call.residual = torch::Tensor();
+  call.then_norm = nullptr;
+  const auto& normalized =
+      norms.normalized_input.defined() ? norms.normalized_input : normalized_for_linear(norm1, x);
+  AttentionResult attended = attn->attend(normalized, call);
+  const auto h = residual + drop_path(attended.out);                              // (B, Nq, D)
+  const auto out = h + drop_path(mlp->forward(normalized_for_linear(norm2, h)));  // (B, Nq, D)
+  BlockResult result{out, attended.probabilities, attended.heads, {}};
+  if (!norms.next.is_empty()) result.normalized_out = normalized_for_linear(norms.next, out);
+  return result;
+}
+
 BlockResult BlockImpl::run(const torch::Tensor& x, AttentionCall call, BlockSkip skip,
                            const BlockNorms& norms) {
+  if (drop_path_rate > 0 && is_training() && !skip.attention && !skip.mlp)
+    return run_dropping_paths(x, std::move(call), norms);
   const bool class_token = call.queries == AttentionCall::Queries::kClassToken;
   call.residual = class_token ? x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1) : x;
   if (!skip.mlp) call.then_norm = norm2;
@@ -326,8 +355,11 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg)
   pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.num_patches() + 1, cfg.dim}));
   pos_drop = register_module("pos_drop", torch::nn::Dropout(cfg.emb_dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
+  // Stochastic depth rises linearly over the blocks, 0 to model.drop_path
+  // (timm's torch.linspace(0, drop_path_rate, depth)).
   for (int64_t i = 0; i < cfg.depth; ++i)
-    blocks->push_back(Block(cfg));
+    blocks->push_back(
+        Block(cfg, cfg.depth > 1 ? cfg.drop_path * double(i) / double(cfg.depth - 1) : 0.0));
   norm = register_module("norm", make_norm(cfg));
   head = register_module("head", torch::nn::Linear(cfg.dim, cfg.num_classes));
   init_weights();

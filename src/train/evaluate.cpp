@@ -18,7 +18,7 @@ at::Tensor per_class_accuracy(const at::Tensor& confusion) {
 
 }  // namespace
 
-EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
+EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, int64_t num_classes,
                     Precision precision) {
   model->eval();
   torch::NoGradGuard no_grad;

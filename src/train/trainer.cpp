@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/atomic_write.hpp"
+#include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
 #include "vit/train/checkpoint.hpp"
@@ -78,13 +79,6 @@ double recorded_elapsed(const std::string& run_dir, int64_t up_to_step) {
   return elapsed;
 }
 
-// This rank's contiguous share of an evaluation split (all of it when alone).
-data::Dataset share_of(const data::Dataset& split, const ProcessGroup* group) {
-  if (!group) return split;
-  const int64_t n = split.size(), rank = group->rank(), world = group->world_size();
-  return split.subset(torch::arange(n * rank / world, n * (rank + 1) / world, torch::kInt64));
-}
-
 data::LoaderOptions train_loader_options(const Config& config, c10::Device device,
                                          const ProcessGroup* group) {
   auto options = data::loader_options(config, device, /*train=*/true);
@@ -122,10 +116,10 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
       scaler_(precision_.precision == Precision::kFp16, device_),
       step_totals_(device_),
       read_every_(device_.is_cuda() ? kCudaReadEvery : 1) {
-  if (splits_.train.num_classes() != config_.model.num_classes)
+  if (static_cast<int64_t>(splits_.classes().size()) != config_.model.num_classes)
     throw Error(fmt::format("the dataset has {} classes but model.num_classes is {}",
-                            splits_.train.num_classes(), config_.model.num_classes));
-  if (splits_.val.size() == 0)
+                            splits_.classes().size(), config_.model.num_classes));
+  if (splits_.val_size() == 0)
     throw Error(
         "the validation split is empty; set data.val_size > 0 (early stopping and best.pt need "
         "it)");
@@ -144,15 +138,14 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
     spdlog::info(
         "the step runs in bf16 end to end, from bf16 copies of the weights "
         "(train.bf16_activations; false = autocast)");
-  train_loader_ = std::make_unique<data::BatchLoader>(
-      splits_.train, train_loader_options(config_, device_, group_));
-  val_loader_ = std::make_unique<data::BatchLoader>(share_of(splits_.val, group_),
-                                                    data::loader_options(config_, device_, false));
+  train_loader_ = data::loader_for(splits_, data::SplitName::kTrain, config_,
+                                   train_loader_options(config_, device_, group_));
+  val_loader_ = eval_loader(data::SplitName::kVal);
   steps_per_epoch_ = train_loader_->batches_per_epoch();
   if (steps_per_epoch_ == 0)
     throw Error(
         fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
-                    splits_.train.size(), config_.train.batch_size));
+                    splits_.train_size(), config_.train.batch_size));
 }
 
 Trainer::~Trainer() = default;
@@ -290,7 +283,12 @@ void Trainer::start_cuda_graph_if_wanted() {
       [this](const data::Batch& batch) { train_step(batch); }, device_);
 }
 
-EvalResult Trainer::evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
+std::unique_ptr<data::BatchSource> Trainer::eval_loader(data::SplitName which) const {
+  return data::loader_for(splits_, which, config_, data::loader_options(config_, device_, false),
+                          group_ ? group_->rank() : 0, group_ ? group_->world_size() : 1);
+}
+
+EvalResult Trainer::evaluate_split(VisionTransformer& model, const data::BatchSource& loader,
                                    Precision precision) {
   EvalResult local = evaluate(model, loader, config_.model.num_classes, precision);
   return group_ ? combine_across_ranks(std::move(local), *group_) : local;
@@ -307,7 +305,7 @@ void Trainer::stop_on_non_finite(const std::string& what, double value, int64_t 
 CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) const {
   CheckpointMeta m;
   m.config = config_;
-  m.class_names = splits_.train.classes;
+  m.class_names = splits_.classes();
   m.step = step_;
   m.epoch = step_ / steps_per_epoch_;
   m.best_metric = early_stopping_.best();
@@ -435,7 +433,7 @@ TrainSummary Trainer::fit() {
 }
 
 std::optional<EvalResult> Trainer::test_best() {
-  if (splits_.test.size() == 0) return std::nullopt;
+  if (splits_.test_size() == 0) return std::nullopt;
   const auto best = run_dir_ + "/best.pt";
   // Rank 0 wrote best.pt; it says whether there is one, and sends its weights.
   auto have_best = torch::tensor({is_main() && fs::exists(best) ? 1 : 0}, torch::kInt64);
@@ -444,21 +442,20 @@ std::optional<EvalResult> Trainer::test_best() {
     group_->broadcast_from_main(have_best, "the test's start");
   }
   if (have_best.item<int64_t>() == 0) return std::nullopt;
-  const data::BatchLoader test_loader(share_of(splits_.test, group_),
-                                      data::loader_options(config_, device_, false));
+  const auto test_loader = eval_loader(data::SplitName::kTest);
   // In the training precision, as validation ran and as `vit eval` and `vit
   // predict` run best.pt by default, so all three agree image by image.
   // When the last step was the best, the trainer's own weights are best.pt's
   // (one process: nothing to broadcast), and reading the file back (about
   // 80 ms for the CPU benchmark job) is skipped.
   if (!group_ && early_stopping_.best_step() == step_)
-    return evaluate_split(model_, test_loader, test_precision());
+    return evaluate_split(model_, *test_loader, test_precision());
   // best.pt's weights go into a separate model, so the trainer's own state
   // (the last step's weights) stays as it is.
   VisionTransformer model = is_main() ? load_model(best).model : VisionTransformer(config_.model);
   model->to(device_);
   if (group_) broadcast_model(model, *group_);
-  return evaluate_split(model, test_loader, test_precision());
+  return evaluate_split(model, *test_loader, test_precision());
 }
 
 Precision Trainer::test_precision() const {

@@ -74,7 +74,12 @@ inline void save_texture_checkpoint(const std::string& path) {
 }
 
 inline data::DataSplits texture_splits() {
-  return {texture_dataset(192, 1), texture_dataset(64, 2), texture_dataset(64, 3), {0.3}, {0.3}};
+  return {texture_dataset(192, 1),
+          texture_dataset(64, 2),
+          texture_dataset(64, 3),
+          {0.3},
+          {0.3},
+          std::nullopt};
 }
 
 // Fits a fresh trainer of texture_config() whose final norm weight is 1e21:

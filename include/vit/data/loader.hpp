@@ -5,15 +5,19 @@
 // (seed, epoch, step), so a resumed run sees exactly the batches it would have.
 // Key: B images, C channels, S x S pixels, K classes.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include "vit/config.hpp"
+#include "vit/data/batch_source.hpp"
 #include "vit/data/dataset.hpp"
 
 namespace vit::data {
+
+class Normalizer;
 
 struct LoaderOptions {
   int64_t batch_size = 128;
@@ -35,21 +39,15 @@ struct LoaderOptions {
 // augmentation; seed, data.mean and data.std either way.
 LoaderOptions loader_options(const Config& config, c10::Device device, bool train);
 
-struct Batch {
-  at::Tensor images;   // float (B, C, S, S), normalised, on the device
-  at::Tensor labels;   // int64 (B), on the device
-  at::Tensor targets;  // float (B, K) soft targets when mixup/cutmix is on; else undefined
-};
-
-class BatchLoader {
+class BatchLoader : public BatchSource {
  public:
   // Copies the dataset's images to the device once. Throws if mean/std do not
   // match the channel count or the batch size is not positive.
   BatchLoader(const Dataset& data, LoaderOptions options);
 
-  int64_t batches_per_epoch() const;  // training drops the last partial batch
-  int64_t size() const { return labels_.size(0); }
-  const LoaderOptions& options() const { return options_; }
+  int64_t batches_per_epoch() const override;  // training drops the last partial batch
+  int64_t size() const override { return labels_.size(0); }
+  const LoaderOptions& options() const override { return options_; }
 
   // The dataset indices in the order epoch `epoch` visits them: a seeded
   // Fisher-Yates shuffle when training, 0..N-1 otherwise. int64 (N), CPU.
@@ -57,25 +55,23 @@ class BatchLoader {
 
   // Batch `step` (0-based) of epoch `epoch`; any (epoch, step) in any order.
   // This rank's slice of it when sharded.
-  Batch batch(int64_t epoch, int64_t step) const;
+  Batch batch(int64_t epoch, int64_t step) const override;
 
   // Augmented images in [0, 1] before normalisation (for looking at them).
   // float (B, C, S, S), with the labels and (when mixing) the soft targets.
-  Batch batch_unnormalized(int64_t epoch, int64_t step) const;
+  Batch batch_unnormalized(int64_t epoch, int64_t step) const override;
 
  private:
   const at::Tensor& cached_order(int64_t epoch) const;
   // The batch after augmentation: uint8 when only crop/flip ran, else float in [0, 1].
   Batch assemble(int64_t epoch, int64_t step) const;
-  at::Tensor normalize(const at::Tensor& images) const;
   Batch shard(Batch batch) const;  // this rank's rows of a global batch
 
   LoaderOptions options_;
   at::Tensor images_;  // uint8 (N, C, S, S) on the device
   at::Tensor labels_;  // int64 (N) on the device
   int64_t num_classes_ = 0;
-  at::Tensor scale_;                  // float (1, C, 1, 1): 1 / (255 * std)
-  at::Tensor shift_;                  // float (1, C, 1, 1): mean / std
+  std::shared_ptr<const Normalizer> normalizer_;
   mutable int64_t order_epoch_ = -1;  // the epoch whose order is in order_
   mutable at::Tensor order_;          // int64 (N) on the device
 };

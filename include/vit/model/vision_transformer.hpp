@@ -141,7 +141,9 @@ struct BlockSkip {
 // Pre-norm transformer block: x + MSA(LN(x)), then x + MLP(LN(x)).
 class BlockImpl : public torch::nn::Module {
  public:
-  explicit BlockImpl(const ModelConfig& cfg);
+  // `drop_path_rate`: stochastic depth, the chance in training that an
+  // image's residual branch is dropped (the kept ones scaled by 1 / (1 - rate)).
+  explicit BlockImpl(const ModelConfig& cfg, double drop_path_rate = 0.0);
   torch::Tensor forward(const torch::Tensor& x);
   // The same, for the queries `call` names, returning the probabilities if
   // asked (call.residual, the block's own input, and call.then_norm, norm2,
@@ -151,6 +153,12 @@ class BlockImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
+  double drop_path_rate = 0.0;
+
+ private:
+  torch::Tensor drop_path(const torch::Tensor& branch) const;  // (B, Nq, D)
+  BlockResult run_dropping_paths(const torch::Tensor& x, AttentionCall call,
+                                 const BlockNorms& norms);
 };
 TORCH_MODULE(Block);
 

@@ -23,9 +23,9 @@ struct EvalResult {
   at::Tensor labels;              // int64 (N)
 };
 
-// `loader` must be an evaluation loader (train = false). Runs in eval mode
+// `loader` must be an evaluation loader (train = false), in memory or streamed. Runs in eval mode
 // under no_grad, with autocast for "bf16"/"fp16". Leaves the model in eval mode.
-EvalResult evaluate(VisionTransformer& model, const data::BatchLoader& loader, int64_t num_classes,
+EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, int64_t num_classes,
                     Precision precision);
 
 // Data parallelism: each rank evaluated its share of a split; the sum of their

@@ -11,6 +11,7 @@
 #include <c10/core/Device.h>
 
 #include "vit/config.hpp"
+#include "vit/data/batch_source.hpp"
 #include "vit/data/load.hpp"
 #include "vit/data/loader.hpp"
 #include "vit/model/vision_transformer.hpp"
@@ -74,8 +75,10 @@ class Trainer {
   bool read_step_totals();
   bool read_due(int64_t step) const;
   // val or test on this rank's share, combined over the ranks.
-  EvalResult evaluate_split(VisionTransformer& model, const data::BatchLoader& loader,
+  EvalResult evaluate_split(VisionTransformer& model, const data::BatchSource& loader,
                             Precision precision);
+  // The val or test split's loader: this rank's share under torchrun.
+  std::unique_ptr<data::BatchSource> eval_loader(data::SplitName which) const;
   void check_ranks_agree();
   void prepare_for_fine_tuning();  // train.init, train.freeze
   // One step, queued without waiting for the device: forward, backward,
@@ -104,7 +107,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
   bool bf16_end_to_end_ = false;                 // no autocast: the mirror holds every parameter
-  std::unique_ptr<data::BatchLoader> train_loader_, val_loader_;
+  std::unique_ptr<data::BatchSource> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
   LossScaler scaler_;
   StepProfiler profiler_;

@@ -1,0 +1,38 @@
+#pragma once
+// What the trainer and the evaluation read batches from: the in-memory
+// BatchLoader (data/loader.hpp) or the StreamLoader, which reads and decodes
+// the images every epoch (data/stream_loader.hpp).
+// Key: B images, C channels, S x S pixels, K classes.
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace vit::data {
+
+struct LoaderOptions;
+
+struct Batch {
+  at::Tensor images;   // float (B, C, S, S), normalised, on the device
+  at::Tensor labels;   // int64 (B), on the device
+  at::Tensor targets;  // float (B, K) soft targets when mixup/cutmix is on; else undefined
+};
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+
+  virtual const LoaderOptions& options() const = 0;
+  // Training drops the last partial batch; evaluation keeps it.
+  virtual int64_t batches_per_epoch() const = 0;
+  // The images an epoch reads in this process (its share under torchrun).
+  virtual int64_t size() const = 0;
+
+  // Batch `step` (0-based) of epoch `epoch`. The same (epoch, step) gives the
+  // same batch however it is asked for. A stream is fastest read in order
+  // (it decodes ahead); asking for another position restarts it there.
+  virtual Batch batch(int64_t epoch, int64_t step) const = 0;
+  // The same images in [0, 1] before normalisation (for looking at them).
+  virtual Batch batch_unnormalized(int64_t epoch, int64_t step) const = 0;
+};
+
+}  // namespace vit::data

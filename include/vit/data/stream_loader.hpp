@@ -1,0 +1,96 @@
+#pragma once
+// Batches read from disk every epoch: the images of a StreamedSplit (files or
+// WebDataset shards) are decoded and cropped on a pool of threads, a few
+// batches ahead of the trainer, and handed over as ready uint8 batches; the
+// batch augmentation (flip, RandAugment, mixup/CutMix) and the normalisation
+// then run on the device, as in the in-memory path (data/loader).
+//
+// - Memory is bounded by the batches in flight (data.prefetch_batches, and
+//   for shards data.shuffle_buffer encoded samples), not by the dataset.
+// - Deterministic: the order (files: data/epoch_order, the in-memory path's;
+//   shards: the epoch's shard order and shuffle buffer), each image's crop
+//   and each batch's augmentation are pure functions of the seed, the epoch
+//   and the position, whatever the number of workers.
+// - Any (epoch, step) can be asked for: a resumed run restarts the stream
+//   there (a shard stream reads, without decoding, up to that sample).
+// - Under torchrun (training): files: each rank decodes its rows of every
+//   global batch, as the in-memory path keeps them, so each image is read
+//   once per epoch across the ranks; shards: each rank reads whole shards
+//   (rank r the shards r, r + world, ...), and an epoch is as many steps as
+//   the rank with the fewest samples fills.
+// Key: B images, C channels, S x S pixels.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "vit/config.hpp"
+#include "vit/data/batch_source.hpp"
+#include "vit/data/loader.hpp"
+#include "vit/data/streamed_split.hpp"
+#include "vit/io/planned_decode.hpp"
+
+namespace vit::data {
+
+struct StreamSettings {
+  int64_t channels = 3;  // the model's input: C x S x S
+  int64_t side = 224;
+  // Training's crop of the original image; unset: the image is squashed to
+  // S x S and data.augment.crop_padding crops it, as in the in-memory path.
+  std::optional<RandomResizedCrop> random_resized_crop;
+  // Evaluation with a random_resized_crop: the shorter side to
+  // floor(S / crop_pct), then the centre S x S (unset: squashed to S x S).
+  double crop_pct = 0.875;
+  int64_t workers = 0;            // decode threads; 0 = one per core
+  int64_t prefetch_batches = 6;   // decoded batches held ahead, >= 1
+  int64_t shuffle_buffer = 2000;  // shards, training: samples shuffled together
+  bool skip_corrupt =
+      false;  // an image that fails takes its batch neighbour's place, with a warning
+  int64_t max_member_bytes = 64 << 20;  // shards: a larger member is refused
+};
+
+// The stream settings a config asks for (data.*, the model's size).
+StreamSettings stream_settings(const Config& config);
+
+// How evaluation takes an image of H x W (no randomness): timm's resize and
+// centre crop where training crops at random, else the in-memory path's squash.
+io::CropResizePlan evaluation_plan(const StreamSettings& settings, int64_t height, int64_t width);
+
+class StreamLoader : public BatchSource {
+ public:
+  // Checks the options (batch size, the shards of a sharded run) and the
+  // split; reads nothing until the first batch is asked for.
+  StreamLoader(StreamedSplit split, LoaderOptions options, StreamSettings settings);
+  ~StreamLoader() override;
+  StreamLoader(const StreamLoader&) = delete;
+  StreamLoader& operator=(const StreamLoader&) = delete;
+
+  const LoaderOptions& options() const override { return options_; }
+  int64_t batches_per_epoch() const override { return batches_per_epoch_; }
+  int64_t size() const override { return size_; }
+  Batch batch(int64_t epoch, int64_t step) const override;
+  Batch batch_unnormalized(int64_t epoch, int64_t step) const override;
+
+  // This process's images of a step of batch size B (its rows of the global
+  // batch when training under torchrun).
+  int64_t local_batch_size() const { return local_batch_; }
+
+ private:
+  class Pipeline;  // the threads of one pass over the stream, from a position
+  struct Ready;    // a decoded batch, uint8 on the CPU
+  Ready next_ready(int64_t epoch, int64_t step) const;
+  Batch assemble(int64_t epoch, int64_t step) const;
+
+  StreamedSplit split_;
+  LoaderOptions options_;
+  StreamSettings settings_;
+  std::vector<size_t> my_shards_;  // shards, training: the indices this rank reads
+  int64_t local_batch_ = 0;
+  int64_t batches_per_epoch_ = 0;
+  int64_t size_ = 0;
+  int64_t num_classes_ = 0;
+  std::shared_ptr<const class Normalizer> normalizer_;
+  // The running pass; replaced when a batch other than its next is asked for.
+  mutable std::unique_ptr<Pipeline> pipeline_;
+};
+
+}  // namespace vit::data

@@ -1,0 +1,551 @@
+#include "vit/data/stream_loader.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "vit/data/augment.hpp"
+#include "vit/data/epoch_order.hpp"
+#include "vit/data/file_bytes.hpp"
+#include "vit/data/image_transform.hpp"
+#include "vit/data/normalizer.hpp"
+#include "vit/data/random_erasing.hpp"
+#include "vit/data/rng.hpp"
+#include "vit/data/webdataset.hpp"
+#include "vit/error.hpp"
+#include "vit/io/planned_decode.hpp"
+
+namespace vit::data {
+// The pipeline's pieces; a named namespace, since StreamLoader::Pipeline
+// (declared in the header) holds them.
+namespace streaming {
+
+// Stream tags beside data/epoch_order's shuffle (1) and the batch
+// augmentation's (2, data/loader), so no two purposes share draws.
+constexpr uint64_t kStreamAugmentStream = 2;
+constexpr uint64_t kStreamErasingStream = 3;
+constexpr uint64_t kCropStream = 31;
+constexpr uint64_t kShardOrderStream = 32;
+constexpr uint64_t kShuffleBufferStream = 33;
+
+// One image to decode: where its bytes are and its place in the epoch.
+struct Item {
+  int64_t position = 0;        // files: in the epoch's global order; shards: in this rank's stream
+  int64_t file = -1;           // files: the index in the split
+  std::vector<uint8_t> bytes;  // shards: the encoded image
+  std::string name;            // shards: "SHARD:KEY", for errors
+  int64_t label = 0;
+};
+
+// An epoch's items in order, for this process.
+class ItemSequence {
+ public:
+  virtual ~ItemSequence() = default;
+  // The next item; nullopt at the epoch's end.
+  virtual std::optional<Item> next() = 0;
+};
+
+// Files: the positions of this rank's rows of each global batch, in the
+// epoch's order (training), or every file in order (evaluation).
+class FileSequence : public ItemSequence {
+ public:
+  FileSequence(const StreamedSplit& split, std::vector<int64_t> order, int64_t batch,
+               int64_t row_begin, int64_t row_end, int64_t first_step, int64_t steps)
+      : split_(split),
+        order_(std::move(order)),
+        batch_(batch),
+        row_begin_(row_begin),
+        row_end_(row_end),
+        step_(first_step),
+        steps_(steps),
+        row_(row_begin) {}
+
+  std::optional<Item> next() override {
+    while (step_ < steps_) {
+      const int64_t position = step_ * batch_ + row_;
+      if (row_ < row_end_ && position < static_cast<int64_t>(order_.size())) {
+        ++row_;
+        Item item;
+        item.position = position;
+        item.file = order_[position];
+        item.label = split_.labels[item.file];
+        return item;
+      }
+      ++step_;
+      row_ = row_begin_;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const StreamedSplit& split_;
+  std::vector<int64_t> order_;
+  int64_t batch_, row_begin_, row_end_, step_, steps_, row_;
+};
+
+// Shards: the samples of `shards` read in turn, through a shuffle buffer
+// when `buffer` > 1 (training), the first `skip` of them passed over.
+class ShardSequence : public ItemSequence {
+ public:
+  ShardSequence(std::vector<std::filesystem::path> shards, ShardOptions options, int64_t buffer,
+                Rng rng, int64_t skip)
+      : shards_(std::move(shards)), options_(options), buffer_size_(buffer), rng_(rng) {
+    for (int64_t i = 0; i < skip && next(); ++i) {
+    }
+  }
+
+  std::optional<Item> next() override {
+    if (buffer_size_ <= 1) return read();
+    while (static_cast<int64_t>(buffer_.size()) < buffer_size_) {
+      auto item = read();
+      if (!item) break;
+      buffer_.push_back(std::move(*item));
+    }
+    if (buffer_.empty()) return std::nullopt;
+    // A random buffered sample leaves; the next one read takes its place.
+    const auto pick = static_cast<size_t>(rng_.below(buffer_.size()));
+    std::swap(buffer_[pick], buffer_.back());
+    Item out = std::move(buffer_.back());
+    buffer_.pop_back();
+    out.position = emitted_++;
+    return out;
+  }
+
+ private:
+  std::optional<Item> read() {
+    while (true) {
+      if (!reader_) {
+        if (shard_ >= shards_.size()) return std::nullopt;
+        reader_ = std::make_unique<ShardReader>(shards_[shard_++], options_);
+      }
+      if (auto sample = reader_->next()) {
+        Item item;
+        item.position = emitted_;
+        item.name = reader_->path().string() + ":" + sample->key;
+        item.bytes = std::move(sample->image);
+        item.label = sample->label;
+        if (buffer_size_ <= 1) ++emitted_;
+        return item;
+      }
+      reader_.reset();
+    }
+  }
+
+  std::vector<std::filesystem::path> shards_;
+  ShardOptions options_;
+  int64_t buffer_size_;
+  Rng rng_;
+  size_t shard_ = 0;
+  std::unique_ptr<ShardReader> reader_;
+  std::vector<Item> buffer_;
+  int64_t emitted_ = 0;
+};
+
+int64_t worker_count(int64_t asked) {
+  if (asked > 0) return asked;
+  return std::max<int64_t>(1, std::thread::hardware_concurrency());
+}
+
+}  // namespace streaming
+
+StreamSettings stream_settings(const Config& config) {
+  StreamSettings s;
+  s.channels = config.model.channels;
+  s.side = config.model.image_size;
+  s.random_resized_crop = config.data.augment.random_resized_crop;
+  s.crop_pct = config.data.crop_pct;
+  s.workers = config.data.workers;
+  s.prefetch_batches = config.data.prefetch_batches;
+  s.shuffle_buffer = config.data.shuffle_buffer;
+  s.skip_corrupt = config.data.skip_corrupt;
+  return s;
+}
+
+io::CropResizePlan evaluation_plan(const StreamSettings& settings, int64_t height, int64_t width) {
+  if (settings.random_resized_crop)
+    return center_crop_plan(height, width, settings.side, settings.crop_pct);
+  return squash_plan(height, width, settings.side);
+}
+
+// A decoded batch: uint8 (rows, C, S, S) on the CPU (pinned for a CUDA
+// device), and its labels.
+struct StreamLoader::Ready {
+  int64_t epoch = 0, step = 0;
+  at::Tensor images;
+  std::vector<int64_t> labels;
+};
+
+// One pass over the stream from (epoch, step): a thread that lays out the
+// batches and their items, `workers` threads that decode them, and the
+// consumer (the trainer's thread) taking finished batches in order.
+class StreamLoader::Pipeline {
+ public:
+  Pipeline(const StreamLoader& loader, int64_t epoch, int64_t step)
+      : loader_(loader), next_epoch_(epoch), next_step_(step) {
+    const auto& s = loader.settings_;
+    for (int64_t w = 0; w < streaming::worker_count(s.workers); ++w)
+      workers_.emplace_back([this] { work(); });
+    planner_ = std::thread([this, epoch, step] { plan(epoch, step); });
+  }
+
+  ~Pipeline() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    planner_.join();
+    for (auto& w : workers_)
+      w.join();
+  }
+
+  bool is_next(int64_t epoch, int64_t step) const {
+    return epoch == next_epoch_ && step == next_step_;
+  }
+
+  // The next batch in order, once decoded; throws what failed on the way.
+  Ready take() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // The batches laid out before a failure of the planner are still handed
+    // out; its error comes when they are all taken.
+    changed_.wait(lock, [&] {
+      return (!slots_.empty() && slots_.front()->remaining == 0) || (finished_ && slots_.empty());
+    });
+    if (!slots_.empty() && slots_.front()->remaining == 0) {
+      auto slot = std::move(slots_.front());
+      slots_.pop_front();
+      lock.unlock();
+      changed_.notify_all();  // room for the planner
+      fill_failed_rows(*slot);
+      advance();
+      return {slot->epoch, slot->step, slot->images, std::move(slot->labels)};
+    }
+    if (!error_.empty()) throw Error(error_);
+    throw Error(loader_.split_.source + ": the stream ended before epoch " +
+                std::to_string(next_epoch_) + ", step " + std::to_string(next_step_));
+  }
+
+ private:
+  struct Slot {
+    int64_t epoch = 0, step = 0;
+    at::Tensor images;                // uint8 (rows, C, S, S)
+    std::vector<int64_t> labels;      // per row
+    std::vector<std::string> failed;  // per row: the error of an image that did not decode
+    int64_t remaining = 0;            // rows still decoding
+  };
+  struct Job {
+    std::shared_ptr<Slot> slot;
+    int64_t row = 0;
+    streaming::Item item;
+  };
+
+  void advance() {
+    if (++next_step_ == loader_.batches_per_epoch_) {
+      next_step_ = 0;
+      ++next_epoch_;
+    }
+  }
+
+  std::unique_ptr<streaming::ItemSequence> sequence(int64_t epoch, int64_t first_step) const {
+    const auto& l = loader_;
+    const auto& o = l.options_;
+    if (!l.split_.from_shards()) {
+      const int64_t n = l.split_.size();
+      std::vector<int64_t> order;
+      if (o.train) {
+        order = epoch_order(n, o.seed, epoch);
+      } else {
+        order.resize(static_cast<size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+      }
+      const int64_t b = o.batch_size;
+      const int64_t begin = o.train ? b * o.shard_index / o.shard_count : 0;
+      const int64_t end = o.train ? b * (o.shard_index + 1) / o.shard_count : b;
+      return std::make_unique<streaming::FileSequence>(l.split_, std::move(order), b, begin, end,
+                                                       first_step, l.batches_per_epoch_);
+    }
+    std::vector<std::filesystem::path> shards;
+    for (const size_t s : l.my_shards_)
+      shards.push_back(l.split_.shards[s]);
+    const auto tag = [&](uint64_t stream) {
+      return Rng::derive(
+          {o.seed, stream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(o.shard_index)});
+    };
+    if (o.train) {  // this rank's shards in the epoch's order
+      Rng order_rng = tag(streaming::kShardOrderStream);
+      for (int64_t i = int64_t(shards.size()) - 1; i > 0; --i)
+        std::swap(shards[i], shards[order_rng.below(static_cast<uint64_t>(i) + 1)]);
+    }
+    ShardOptions options;
+    options.max_member_bytes = l.settings_.max_member_bytes;
+    options.num_classes = l.num_classes_;
+    options.skip_corrupt = l.settings_.skip_corrupt;
+    return std::make_unique<streaming::ShardSequence>(
+        std::move(shards), options, o.train ? l.settings_.shuffle_buffer : 1,
+        tag(streaming::kShuffleBufferStream), first_step * l.local_batch_);
+  }
+
+  int64_t rows_of(int64_t step) const {
+    if (loader_.options_.train) return loader_.local_batch_;
+    return std::min(loader_.local_batch_, loader_.size_ - step * loader_.local_batch_);
+  }
+
+  // Lays out every batch from (epoch, step) on, a prefetch's worth ahead of
+  // the consumer; evaluation stops after one pass.
+  void plan(int64_t epoch, int64_t step) {
+    try {
+      const auto& s = loader_.settings_;
+      const bool pinned = loader_.options_.device.is_cuda();
+      for (int64_t e = epoch;; ++e) {
+        auto items = sequence(e, e == epoch ? step : 0);
+        for (int64_t k = (e == epoch ? step : 0); k < loader_.batches_per_epoch_; ++k) {
+          auto slot = std::make_shared<Slot>();
+          slot->epoch = e;
+          slot->step = k;
+          const int64_t rows = rows_of(k);
+          slot->images = torch::empty({rows, s.channels, s.side, s.side},
+                                      torch::TensorOptions(torch::kUInt8).pinned_memory(pinned));
+          slot->labels.assign(static_cast<size_t>(rows), 0);
+          slot->failed.assign(static_cast<size_t>(rows), "");
+          slot->remaining = rows;
+          std::vector<Job> jobs;
+          for (int64_t r = 0; r < rows; ++r) {
+            auto item = items->next();
+            if (!item)
+              throw Error(loader_.split_.source + ": the stream ran out at epoch " +
+                          std::to_string(e) + ", step " + std::to_string(k) + " (" +
+                          std::to_string(r) + " of " + std::to_string(rows) + " images)");
+            jobs.push_back({slot, r, std::move(*item)});
+          }
+          std::unique_lock<std::mutex> lock(mutex_);
+          changed_.wait(lock, [&] {
+            return stopping_ || static_cast<int64_t>(slots_.size()) < s.prefetch_batches;
+          });
+          if (stopping_) return;
+          slots_.push_back(slot);
+          for (auto& job : jobs)
+            jobs_.push_back(std::move(job));
+          lock.unlock();
+          changed_.notify_all();
+        }
+        if (!loader_.options_.train) break;
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error_.empty()) error_ = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finished_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  void work() {
+    while (true) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        if (stopping_) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      std::string failure;
+      try {
+        decode_into(job);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      bool done;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!failure.empty()) job.slot->failed[job.row] = failure;
+        done = --job.slot->remaining == 0;
+      }
+      if (done || !failure.empty()) changed_.notify_all();
+    }
+  }
+
+  void decode_into(Job& job) const {
+    const auto& l = loader_;
+    const auto& s = l.settings_;
+    const auto& o = l.options_;
+    streaming::Item& item = job.item;
+    std::string name = item.name;
+    if (item.file >= 0) {
+      const auto& path = l.split_.files[item.file];
+      name = path.string();
+      item.bytes = read_file_bytes(path);
+    }
+    // Files: the position is global, so the crop is the same whatever the
+    // number of ranks; shards: each rank's stream is its own.
+    Rng rng = Rng::derive({o.seed, streaming::kCropStream, static_cast<uint64_t>(job.slot->epoch),
+                           static_cast<uint64_t>(item.file >= 0 ? 0 : o.shard_index),
+                           static_cast<uint64_t>(item.position)});
+    const io::PlanForSize plan = [&](int64_t height, int64_t width) {
+      if (s.random_resized_crop && o.train)
+        return random_resized_crop_plan(height, width, s.side, *s.random_resized_crop, rng);
+      return evaluation_plan(s, height, width);
+    };
+    const at::Tensor image =
+        io::decode_planned(item.bytes.data(), item.bytes.size(), s.channels, plan, name);
+    if (item.label < 0 || item.label >= l.num_classes_)
+      throw Error(name + ": label " + std::to_string(item.label) + " outside 0.." +
+                  std::to_string(l.num_classes_ - 1));
+    std::memcpy(job.slot->images[job.row].data_ptr<uint8_t>(), image.data_ptr<uint8_t>(),
+                static_cast<size_t>(image.numel()));
+    job.slot->labels[job.row] = item.label;
+  }
+
+  // A row whose image failed stops the run, naming it; with skip_corrupt it
+  // takes the nearest good row's image and label (the next one, else the
+  // previous), so a batch keeps its size and the result does not depend on
+  // which worker finished first.
+  void fill_failed_rows(Slot& slot) const {
+    const auto rows = static_cast<int64_t>(slot.failed.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      if (slot.failed[r].empty()) continue;
+      if (!loader_.settings_.skip_corrupt) throw Error(slot.failed[r]);
+      spdlog::warn("skipped: {} (data.skip_corrupt)", slot.failed[r]);
+      int64_t good = -1;
+      for (int64_t d = 1; d < rows && good < 0; ++d) {
+        if (r + d < rows && slot.failed[r + d].empty())
+          good = r + d;
+        else if (r - d >= 0 && slot.failed[r - d].empty())
+          good = r - d;
+      }
+      if (good < 0)
+        throw Error(loader_.split_.source + ": every image of epoch " + std::to_string(slot.epoch) +
+                    ", step " + std::to_string(slot.step) +
+                    " failed to decode; the last: " + slot.failed[r]);
+      slot.images[r].copy_(slot.images[good]);
+      slot.labels[r] = slot.labels[good];
+    }
+  }
+
+  const StreamLoader& loader_;
+  int64_t next_epoch_, next_step_;  // what take() hands out next
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<Slot>> slots_;  // planned batches, in order
+  std::deque<Job> jobs_;                     // images waiting for a worker
+  std::string error_;                        // the planner's failure (a shard, say)
+  bool stopping_ = false;
+  bool finished_ = false;  // the planner is done (one pass of evaluation, or an error)
+  std::vector<std::thread> workers_;
+  std::thread planner_;
+};
+
+StreamLoader::StreamLoader(StreamedSplit split, LoaderOptions options, StreamSettings settings)
+    : split_(std::move(split)), options_(std::move(options)), settings_(std::move(settings)) {
+  const auto& o = options_;
+  if (o.batch_size <= 0)
+    throw Error("stream loader: batch size " + std::to_string(o.batch_size) + " is not positive");
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count ||
+      (!o.train && o.shard_count > 1))
+    throw Error("stream loader: shard " + std::to_string(o.shard_index) + " of " +
+                std::to_string(o.shard_count) +
+                " is not valid (training loaders only, 0 <= index < count)");
+  if (o.batch_size % o.shard_count != 0)
+    throw Error("train.batch_size " + std::to_string(o.batch_size) + " is not divisible by the " +
+                std::to_string(o.shard_count) +
+                " ranks (WORLD_SIZE): train.batch_size is the global batch, which the ranks "
+                "split evenly");
+  if (settings_.prefetch_batches < 1)
+    throw Error("data.prefetch_batches is " + std::to_string(settings_.prefetch_batches) +
+                ", expected >= 1");
+  num_classes_ = split_.num_classes();
+  local_batch_ = o.train ? o.batch_size / o.shard_count : o.batch_size;
+  if (!split_.from_shards()) {
+    const int64_t n = split_.size();
+    batches_per_epoch_ = o.train ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
+    size_ = o.train ? batches_per_epoch_ * local_batch_ : n;
+  } else if (!o.train) {
+    for (size_t s = 0; s < split_.shards.size(); ++s)
+      my_shards_.push_back(s);
+    size_ = split_.size();
+    batches_per_epoch_ = (size_ + local_batch_ - 1) / local_batch_;
+  } else {
+    // Whole shards per rank, round robin; every rank trains the same number
+    // of steps, as many as the rank with the fewest samples fills.
+    int64_t fewest = -1;
+    for (int64_t rank = 0; rank < o.shard_count; ++rank) {
+      int64_t samples = 0;
+      for (size_t s = static_cast<size_t>(rank); s < split_.shards.size();
+           s += static_cast<size_t>(o.shard_count)) {
+        samples += split_.shard_samples[s];
+        if (rank == o.shard_index) my_shards_.push_back(s);
+      }
+      fewest = fewest < 0 ? samples : std::min(fewest, samples);
+    }
+    batches_per_epoch_ = fewest / local_batch_;
+    size_ = batches_per_epoch_ * local_batch_;
+    if (o.shard_count > static_cast<int64_t>(split_.shards.size()))
+      throw Error(split_.source + ": " + std::to_string(split_.shards.size()) + " shards for " +
+                  std::to_string(o.shard_count) +
+                  " ranks; each rank reads whole shards, so there must be one per rank at least");
+  }
+  normalizer_ = std::make_shared<Normalizer>(o.mean, o.std, settings_.channels, options_.device);
+}
+
+StreamLoader::~StreamLoader() = default;
+
+StreamLoader::Ready StreamLoader::next_ready(int64_t epoch, int64_t step) const {
+  if (step < 0 || step >= batches_per_epoch_ || epoch < 0)
+    throw Error("stream loader: step " + std::to_string(step) + " is outside 0.." +
+                std::to_string(batches_per_epoch_ - 1) + " of an epoch");
+  if (!pipeline_ || !pipeline_->is_next(epoch, step)) {
+    pipeline_.reset();  // joins the old pass's threads first
+    pipeline_ = std::make_unique<Pipeline>(*this, epoch, step);
+  }
+  return pipeline_->take();
+}
+
+Batch StreamLoader::assemble(int64_t epoch, int64_t step) const {
+  Ready ready = next_ready(epoch, step);
+  const auto& o = options_;
+  Batch out;
+  out.images = ready.images.to(o.device, /*non_blocking=*/ready.images.is_pinned());
+  out.labels = torch::tensor(ready.labels, torch::kInt64)
+                   .view({static_cast<int64_t>(ready.labels.size())})
+                   .to(o.device);
+  if (!o.train) return out;
+  // The batch augmentation, as the in-memory path runs it, on this rank's
+  // rows; a random resized crop replaces the pad-and-crop.
+  AugmentConfig augment = o.augment;
+  if (settings_.random_resized_crop) augment.crop_padding = 0;
+  Rng rng = Rng::derive({o.seed, streaming::kStreamAugmentStream, static_cast<uint64_t>(epoch),
+                         static_cast<uint64_t>(step), static_cast<uint64_t>(o.shard_index)});
+  auto augmented = augment_batch(out.images, out.labels, num_classes_, augment, rng);
+  out.images = std::move(augmented.images);
+  out.targets = std::move(augmented.targets);
+  return out;
+}
+
+Batch StreamLoader::batch(int64_t epoch, int64_t step) const {
+  Batch out = assemble(epoch, step);
+  out.images = normalizer_->normalize(out.images);
+  if (options_.train && options_.augment.random_erasing > 0) {
+    Rng rng =
+        Rng::derive({options_.seed, streaming::kStreamErasingStream, static_cast<uint64_t>(epoch),
+                     static_cast<uint64_t>(step), static_cast<uint64_t>(options_.shard_index)});
+    out.images = random_erasing(out.images, options_.augment.random_erasing, rng);
+  }
+  return out;
+}
+
+Batch StreamLoader::batch_unnormalized(int64_t epoch, int64_t step) const {
+  Batch out = assemble(epoch, step);
+  out.images = Normalizer::unit_range(out.images);
+  return out;
+}
+
+}  // namespace vit::data

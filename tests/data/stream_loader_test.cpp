@@ -1,0 +1,193 @@
+#include "vit/data/stream_loader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "error_of.hpp"
+#include "vit/data/epoch_order.hpp"
+#include "vit/error.hpp"
+#include "vit/io/image_io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using vit::data::LoaderOptions;
+using vit::data::StreamedSplit;
+using vit::data::StreamLoader;
+using vit::data::StreamSettings;
+
+constexpr int64_t kImages = 48;
+
+// Image i: a flat PNG of colour (i, 100 + i / 2, 77) and of its own size,
+// from 30 x 41 to 61 x 72 pixels, so every crop of it names it.
+class StreamLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("vit_stream_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    split_.classes = {"a", "b", "c"};
+    split_.source = "test files";
+    for (int64_t i = 0; i < kImages; ++i) {
+      const auto path = root_ / (std::to_string(i) + ".png");
+      const int64_t h = 30 + i % 32, w = 41 + (i * 7) % 32;
+      const auto colour =
+          torch::tensor({i, 100 + i / 2, int64_t{77}}, torch::kUInt8).view({3, 1, 1});
+      vit::io::write_png(path, colour.expand({3, h, w}).contiguous());
+      split_.files.push_back(path);
+      split_.labels.push_back(i % 3);
+    }
+    settings_.channels = 3;
+    settings_.side = 16;
+    settings_.random_resized_crop = vit::RandomResizedCrop{};
+    options_.batch_size = 8;
+    options_.seed = 5;
+    options_.mean = {0.5};
+    options_.std = {0.25};
+    options_.augment.crop_padding = 0;
+    options_.augment.hflip = false;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // The image each row of a [0, 1] batch shows, from its red channel.
+  static std::vector<int64_t> identities(const vit::data::Batch& batch) {
+    const auto red = batch.images.select(1, 0).mean({1, 2}).mul(255).round().to(torch::kInt64);
+    return std::vector<int64_t>(red.data_ptr<int64_t>(), red.data_ptr<int64_t>() + red.numel());
+  }
+
+  fs::path root_;
+  StreamedSplit split_;
+  StreamSettings settings_;
+  LoaderOptions options_;
+};
+
+TEST_F(StreamLoaderTest, EachImageOnceAnEpochInTheInMemoryPathsOrderForAnyWorkerCount) {
+  std::vector<at::Tensor> first;
+  for (const int64_t workers : {1, 2, 4}) {
+    settings_.workers = workers;
+    const StreamLoader loader(split_, options_, settings_);
+    ASSERT_EQ(loader.batches_per_epoch(), kImages / 8);
+    std::vector<at::Tensor> batches;
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      std::vector<int64_t> seen;
+      for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+        const auto batch = loader.batch_unnormalized(epoch, step);
+        ASSERT_EQ(batch.images.sizes(), (std::vector<int64_t>{8, 3, 16, 16}));
+        for (const int64_t i : identities(batch))
+          seen.push_back(i);
+        for (int64_t r = 0; r < 8; ++r)
+          EXPECT_EQ(batch.labels[r].item<int64_t>(), seen[step * 8 + r] % 3);
+        batches.push_back(batch.images);
+      }
+      EXPECT_EQ(seen, vit::data::epoch_order(kImages, options_.seed, epoch)) << workers;
+      EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), size_t(kImages));
+    }
+    if (first.empty()) {
+      first = batches;
+    } else {
+      for (size_t b = 0; b < batches.size(); ++b)
+        EXPECT_TRUE(torch::equal(batches[b], first[b])) << workers << " workers, batch " << b;
+    }
+  }
+}
+
+// Photographs, so that the crops show: the same crops for any worker count,
+// and a restart in the middle of an epoch gives the batch an unbroken pass gave.
+TEST_F(StreamLoaderTest, CropsFollowTheSeedAndAResumedStreamRejoinsIt) {
+  for (int64_t i = 0; i < kImages; ++i) {
+    auto image = torch::randint(0, 256, {3, 40 + i, 90 - i}, torch::kUInt8);
+    vit::io::write_png(split_.files[i], image);
+  }
+  settings_.workers = 3;
+  const StreamLoader loader(split_, options_, settings_);
+  std::vector<at::Tensor> pass;
+  for (int64_t step = 0; step < 6; ++step)
+    pass.push_back(loader.batch_unnormalized(0, step).images);
+  for (int64_t step = 0; step < 3; ++step)
+    pass.push_back(loader.batch_unnormalized(1, step).images);
+  settings_.workers = 1;
+  const StreamLoader resumed(split_, options_, settings_);
+  EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 1).images, pass[7]));
+  EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 2).images, pass[8]));
+  EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(0, 4).images, pass[4]));  // back again
+  EXPECT_FALSE(torch::equal(pass[0], pass[1]));
+  // Another seed, other crops of the same images.
+  options_.seed = 6;
+  const StreamLoader other(split_, options_, settings_);
+  EXPECT_FALSE(torch::equal(other.batch_unnormalized(0, 0).images, pass[0]));
+}
+
+TEST_F(StreamLoaderTest, TwoRanksDecodeDisjointRowsOfEachGlobalBatch) {
+  const StreamLoader alone(split_, options_, settings_);
+  std::vector<StreamLoader*> ranks;
+  auto rank0 = options_, rank1 = options_;
+  rank0.shard_count = rank1.shard_count = 2;
+  rank1.shard_index = 1;
+  const StreamLoader first(split_, rank0, settings_), second(split_, rank1, settings_);
+  EXPECT_EQ(first.local_batch_size(), 4);
+  EXPECT_EQ(first.batches_per_epoch(), alone.batches_per_epoch());
+  std::set<int64_t> seen;
+  for (int64_t step = 0; step < alone.batches_per_epoch(); ++step) {
+    const auto a = first.batch_unnormalized(0, step), b = second.batch_unnormalized(0, step);
+    // With no batch-level randomness (no flip, RandAugment or mixing), the
+    // two halves are the one process's batch.
+    EXPECT_TRUE(
+        torch::equal(torch::cat({a.images, b.images}), alone.batch_unnormalized(0, step).images));
+    for (const auto& batch : {a, b})
+      for (const int64_t i : identities(batch))
+        EXPECT_TRUE(seen.insert(i).second) << i;
+  }
+  EXPECT_EQ(seen.size(), size_t(kImages));
+}
+
+TEST_F(StreamLoaderTest, EvaluationReadsEveryFileInOrderWithAPartialLastBatch) {
+  options_.train = false;
+  options_.batch_size = 20;
+  const StreamLoader loader(split_, options_, settings_);
+  ASSERT_EQ(loader.batches_per_epoch(), 3);
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass restarts the stream
+    std::vector<int64_t> seen;
+    for (int64_t step = 0; step < 3; ++step)
+      for (const int64_t i : identities(loader.batch_unnormalized(0, step)))
+        seen.push_back(i);
+    std::vector<int64_t> expected(kImages);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(seen, expected);
+  }
+  // The normalised batch: (p / 255 - 0.5) / 0.25.
+  const auto batch = loader.batch(0, 0);
+  EXPECT_NEAR(batch.images[3][2][0][0].item<float>(), (77 / 255.0 - 0.5) / 0.25, 1e-5);
+}
+
+TEST_F(StreamLoaderTest, ACorruptImageStopsTheRunNamingItOrIsReplacedByItsNeighbour) {
+  { std::ofstream(split_.files[5], std::ios::binary) << "not an image"; }
+  options_.train = false;
+  options_.batch_size = 8;
+  const StreamLoader strict(split_, options_, settings_);
+  EXPECT_TRUE(vit::testing::throws_error_containing([&] { strict.batch(0, 0); },
+                                                    split_.files[5].string() + ": not a PNG"));
+  settings_.skip_corrupt = true;
+  const StreamLoader lenient(split_, options_, settings_);
+  const auto batch = lenient.batch_unnormalized(0, 0);
+  EXPECT_EQ(identities(batch), (std::vector<int64_t>{0, 1, 2, 3, 4, 6, 6, 7}));
+  EXPECT_EQ(batch.labels[5].item<int64_t>(), 6 % 3);
+}
+
+TEST_F(StreamLoaderTest, RefusesImpossibleOptions) {
+  options_.batch_size = 6;
+  options_.shard_count = 4;
+  EXPECT_EQ(vit::testing::error_of([&] { StreamLoader(split_, options_, settings_); }),
+            "train.batch_size 6 is not divisible by the 4 ranks (WORLD_SIZE): train.batch_size "
+            "is the global batch, which the ranks split evenly");
+  options_.shard_count = 1;
+  const StreamLoader loader(split_, options_, settings_);
+  EXPECT_EQ(vit::testing::error_of([&] { loader.batch(0, 99); }),
+            "stream loader: step 99 is outside 0..7 of an epoch");
+}
+
+}  // namespace
