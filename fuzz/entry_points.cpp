@@ -12,10 +12,12 @@
 #include "vit/data/archive_unpack.hpp"
 #include "vit/data/cifar.hpp"
 #include "vit/data/idx.hpp"
+#include "vit/data/image_transform.hpp"
 #include "vit/data/tiny_imagenet.hpp"
 #include "vit/data/webdataset.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
+#include "vit/io/planned_decode.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/safetensors.hpp"
 #include "vit/weights/weights.hpp"
@@ -150,6 +152,26 @@ void run_image(const uint8_t* data, size_t size) {
   io::decode_image(data + 1, size - 1, channels, side, "fuzz image");
 }
 
+// First byte: bit 0 = gray or RGB, bit 1 = the evaluation transform or a
+// random resized crop, the rest (mod 60) + 4 the side; second byte the crop's
+// seed. The rest is an encoded image, decoded as the streamed pipeline does
+// (JPEG header, partial libjpeg decode, OpenCV for the others).
+void run_crop(const uint8_t* data, size_t size) {
+  if (size < 2) return;
+  const int64_t channels = (data[0] & 1) ? 3 : 1;
+  const bool evaluation = (data[0] & 2) != 0;
+  const int64_t side = 4 + (data[0] >> 2) % 60;
+  data::Rng rng(data[1]);
+  const RandomResizedCrop crop;
+  io::decode_planned(
+      data + 2, size - 2, channels,
+      [&](int64_t h, int64_t w) {
+        return evaluation ? data::center_crop_plan(h, w, side, 0.875)
+                          : data::random_resized_crop_plan(h, w, side, crop, rng);
+      },
+      "fuzz crop");
+}
+
 // First byte: bit 0 = keep only the top folder "top". The rest is an archive
 // (tar, tar.gz, zip), unpacked into a fresh folder under a 1 MB, 1000-entry cap.
 void run_archive(const uint8_t* data, size_t size) {
@@ -212,6 +234,9 @@ const std::vector<Target>& targets() {
       {"checkpoint", run_checkpoint, "a .pt checkpoint through load_model (weights/checkpoint)"},
       {"config", run_config, "a JSON config and --set overrides (config)"},
       {"image", run_image, "an encoded image through io::decode_image (io/image_io)"},
+      {"crop", run_crop,
+       "an encoded image cropped as the streamed pipeline decodes it (io/planned_decode, "
+       "io/jpeg_header)"},
       {"archive", run_archive,
        "a downloaded dataset archive, tar.gz or zip, unpacked (data/archive_unpack)"},
       {"webdataset", run_webdataset,

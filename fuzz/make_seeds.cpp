@@ -209,6 +209,24 @@ void image_seeds(const fs::path& dir) {
 }
 
 // First byte: bit 0 = unpack the top folder "top" only (see entry_points.cpp).
+// First byte: bit 0 RGB, bit 1 evaluation, the rest the side; second the seed.
+void crop_seeds(const fs::path& dir) {
+  cv::Mat mat(40, 56, CV_8UC3);
+  cv::randu(mat, 0, 255);
+  for (const char* ext : {".jpg", ".png", ".webp"}) {
+    std::vector<uchar> bytes;
+    if (!cv::imencode(ext, mat, bytes)) continue;
+    write(dir / (std::string("crop") + ext),
+          cat({1 | (16 << 2), 7}, Bytes(bytes.begin(), bytes.end())));
+    write(dir / (std::string("eval") + ext),
+          cat({3 | (12 << 2), 0}, Bytes(bytes.begin(), bytes.end())));
+  }
+  std::vector<uchar> progressive;
+  if (cv::imencode(".jpg", mat, progressive, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}))
+    write(dir / "progressive.jpg",
+          cat({1 | (20 << 2), 3}, Bytes(progressive.begin(), progressive.end())));
+}
+
 void archive_seeds(const fs::path& dir) {
   using vit::fuzz::ArchiveEntry;
   using vit::fuzz::ArchiveFormat;
@@ -274,6 +292,7 @@ int main(int argc, char** argv) {
   config_seeds(out / "config", argv[2]);
   config_dict(out / "config.dict");
   image_seeds(out / "image");
+  crop_seeds(out / "crop");
   archive_seeds(out / "archive");
   webdataset_seeds(out / "webdataset");
   return 0;

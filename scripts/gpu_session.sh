@@ -130,6 +130,8 @@ build_here() {
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch/torch" \
     -DOpenCV_DIR="$(dirname "$(find "$ocv" -name OpenCVConfig.cmake | head -1)")" \
     -DZLIB_INCLUDE_DIR="$kit/include" -DZLIB_LIBRARY="$kit/lib/x86_64-linux-gnu/libz.a" \
+    -DJPEG_INCLUDE_DIR="$kit/include;$kit/include/x86_64-linux-gnu" \
+    -DJPEG_LIBRARY="$kit/lib/x86_64-linux-gnu/libjpeg.a" \
     -DCMAKE_DISABLE_FIND_PACKAGE_CURL=TRUE -DCMAKE_DISABLE_FIND_PACKAGE_LibArchive=TRUE \
     -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=TRUE -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
     >"$dir/build-here.log" 2>&1 || { tail -30 "$dir/build-here.log"; return 1; }

@@ -42,6 +42,7 @@ torch_line_check "$line"
 packages=(
   g++ cmake ninja-build make pkg-config git ca-certificates
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libopencv-dev libgtest-dev zlib1g-dev
+  libjpeg-dev  # libjpeg-turbo, for the streamed pipeline's partial decodes (src/io/jpeg_region.cpp)
   libgloo-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev  # dataset downloads (src/data/)
   dataset-fashion-mnist

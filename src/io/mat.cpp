@@ -70,6 +70,14 @@ at::Tensor from_mat(const cv::Mat& mat) {
   return hwc.permute({2, 0, 1}).contiguous();  // (C, H, W)
 }
 
+at::Tensor from_mat_channels_last(const cv::Mat& mat) {
+  cv::Mat continuous = mat.isContinuous() ? mat : mat.clone();
+  at::Tensor hwc =
+      torch::empty({continuous.rows, continuous.cols, continuous.channels()}, torch::kUInt8);
+  std::memcpy(hwc.data_ptr<uint8_t>(), continuous.data, hwc.numel());
+  return hwc.permute({2, 0, 1});  // (C, H, W) strides (1, W*C, C)
+}
+
 namespace {
 
 // Scales any depth to 8 bits: integers by their full range, floats as [0, 1].

@@ -18,6 +18,9 @@ cv::Mat to_mat(const at::Tensor& image, const std::string& where);
 
 // CV_8UC1 / CV_8UC3 -> uint8 (C, H, W), channel order unchanged, owning its memory.
 at::Tensor from_mat(const cv::Mat& mat);
+// The same as a (C, H, W) view of (H, W, C) memory: one copy, no transpose.
+// Not contiguous; for callers that read it once, pixel by pixel.
+at::Tensor from_mat_channels_last(const cv::Mat& mat);
 
 // Decodes an encoded image held in memory with cv::imdecode's `flags`, after
 // checking that it starts as a format we accept (PNG, JPEG, BMP, WebP, TIFF,

@@ -7,6 +7,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "jpeg_region.hpp"
 #include "mat.hpp"
 #include "vit/error.hpp"
 #include "vit/io/jpeg_header.hpp"
@@ -60,21 +61,24 @@ void check_plan(const CropResizePlan& p, int64_t height, int64_t width, const st
 }
 
 // The plan's box in a decoded image that is `scale_y`, `scale_x` times the
-// size the plan was made for (a DCT-scaled decode): rounded outwards and
-// clamped, never empty.
-cv::Rect scaled_box(const CropResizePlan& p, double scale_y, double scale_x, const cv::Mat& image) {
+// size the plan was made for (a DCT-scaled decode), rows x cols in all, of
+// which `image` holds the part from (x0, y0) on: rounded outwards and
+// clamped to `image`, never empty.
+cv::Rect scaled_box(const CropResizePlan& p, double scale_y, double scale_x, const cv::Mat& image,
+                    int x0 = 0, int y0 = 0) {
   const auto lo = [](double v) { return static_cast<int>(std::floor(v + 1e-9)); };
   const auto hi = [](double v) { return static_cast<int>(std::ceil(v - 1e-9)); };
-  const int top = std::clamp(lo(double(p.top) * scale_y), 0, image.rows - 1);
-  const int left = std::clamp(lo(double(p.left) * scale_x), 0, image.cols - 1);
-  const int bottom = std::clamp(hi(double(p.top + p.height) * scale_y), top + 1, image.rows);
-  const int right = std::clamp(hi(double(p.left + p.width) * scale_x), left + 1, image.cols);
+  const int top = std::clamp(lo(double(p.top) * scale_y) - y0, 0, image.rows - 1);
+  const int left = std::clamp(lo(double(p.left) * scale_x) - x0, 0, image.cols - 1);
+  const int bottom = std::clamp(hi(double(p.top + p.height) * scale_y) - y0, top + 1, image.rows);
+  const int right = std::clamp(hi(double(p.left + p.width) * scale_x) - x0, left + 1, image.cols);
   return {left, top, right - left, bottom - top};
 }
 
-at::Tensor apply_plan(const cv::Mat& image, const CropResizePlan& p, double scale_y,
-                      double scale_x) {
-  const cv::Mat box = image(scaled_box(p, scale_y, scale_x, image));
+// The plan's resize and window on `box`, then the channel conversion (to RGB
+// or luma, 8 bits) on the small result, not on the whole image. `rgb`: the
+// pixels are RGB or gray already (libjpeg's), not the BGR of OpenCV's codecs.
+at::Tensor finish_plan(const cv::Mat& box, int channels, const CropResizePlan& p, bool rgb) {
   const bool shrinks = p.out_height <= box.rows && p.out_width <= box.cols;
   cv::Mat resized;
   cv::resize(box, resized, cv::Size(static_cast<int>(p.out_width), static_cast<int>(p.out_height)),
@@ -84,7 +88,12 @@ at::Tensor apply_plan(const cv::Mat& image, const CropResizePlan& p, double scal
       whole ? resized
             : resized(cv::Rect(static_cast<int>(p.crop_left), static_cast<int>(p.crop_top),
                                static_cast<int>(p.crop_width), static_cast<int>(p.crop_height)));
-  return detail::from_mat(window.isContinuous() ? window : window.clone());
+  return detail::from_mat_channels_last(rgb ? window : detail::to_uint8_channels(window, channels));
+}
+
+at::Tensor apply_plan(const cv::Mat& image, int channels, const CropResizePlan& p, double scale_y,
+                      double scale_x) {
+  return finish_plan(image(scaled_box(p, scale_y, scale_x, image)), channels, p, /*rgb=*/false);
 }
 
 }  // namespace
@@ -107,10 +116,21 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
     const CropResizePlan p = plan(height, width);
     check_plan(p, height, width, name);
     const int denominator = dct_scale_for(p.height, p.width, p.out_height, p.out_width);
+    if (jpeg->orientation == 1) {  // rotated ones take OpenCV's path below
+      const auto region = detail::decode_jpeg_region(
+          data, size, c, denominator, static_cast<int>(p.top), static_cast<int>(p.left),
+          static_cast<int>(p.top + p.height), static_cast<int>(p.left + p.width), name);
+      if (region) {
+        const double scale_y = double(region->scaled_height) / double(height);
+        const double scale_x = double(region->scaled_width) / double(width);
+        const cv::Rect box =
+            scaled_box(p, scale_y, scale_x, region->pixels, region->x0, region->y0);
+        return finish_plan(region->pixels(box), c, p, /*rgb=*/true);
+      }
+    }
     // IMREAD_COLOR (reduced or not) applies the EXIF orientation, as the
     // header's oriented size assumed.
-    const cv::Mat decoded = detail::decode_mat(data, size, reduced_color_flag(denominator), name);
-    const cv::Mat pixels = detail::to_uint8_channels(decoded, c);
+    const cv::Mat pixels = detail::decode_mat(data, size, reduced_color_flag(denominator), name);
     // libjpeg rounds a scaled side up. Any other size means the header and
     // the decoder disagree (an orientation OpenCV read elsewhere, say): then
     // the plan is made again for the pixels as decoded.
@@ -118,17 +138,16 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
     if (pixels.rows != scaled(height) || pixels.cols != scaled(width)) {
       const CropResizePlan again = plan(pixels.rows, pixels.cols);
       check_plan(again, pixels.rows, pixels.cols, name);
-      return apply_plan(pixels, again, 1.0, 1.0);
+      return apply_plan(pixels, c, again, 1.0, 1.0);
     }
-    return apply_plan(pixels, p, double(pixels.rows) / double(height),
+    return apply_plan(pixels, c, p, double(pixels.rows) / double(height),
                       double(pixels.cols) / double(width));
   }
-  const cv::Mat decoded =
+  const cv::Mat pixels =
       detail::decode_mat(data, size, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR, name);
-  const cv::Mat pixels = detail::to_uint8_channels(decoded, c);
   const CropResizePlan p = plan(pixels.rows, pixels.cols);
   check_plan(p, pixels.rows, pixels.cols, name);
-  return apply_plan(pixels, p, 1.0, 1.0);
+  return apply_plan(pixels, c, p, 1.0, 1.0);
 }
 
 }  // namespace vit::io

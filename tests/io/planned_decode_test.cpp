@@ -112,6 +112,31 @@ TEST(PlannedDecode, AJpegDecodedAtAQuarterStaysCloseToTheFullDecode) {
   EXPECT_GT(difference, 0.0);
 }
 
+// A crop at full scale, libjpeg decoding only its rows and iMCU columns,
+// against the whole image decoded by OpenCV and cut: the same IDCT, so the
+// same pixels but where chroma upsampling meets the region's edge.
+TEST(PlannedDecode, APartialJpegDecodeIsTheWholeDecodeCut) {
+  const auto bytes = encoded(photograph_bgr(300, 400, 6), ".jpg");
+  const auto plan = box_plan(/*top=*/37, /*left=*/101, /*height=*/150, /*width=*/150, /*out=*/150);
+  const auto image =
+      decode_planned(bytes.data(), bytes.size(), 3, [&](int64_t, int64_t) { return plan; }, "p.jpg");
+  const auto expected = reference(bytes, plan);
+  const auto difference = (image.to(torch::kInt32) - expected.to(torch::kInt32)).abs();
+  EXPECT_LE(difference.max().item<int>(), 2);
+  EXPECT_LT(difference.to(torch::kFloat32).mean().item<float>(), 0.05f);
+}
+
+TEST(PlannedDecode, ATruncatedJpegIsAnErrorNotAGrayFill) {
+  const auto bytes = encoded(photograph_bgr(120, 160, 7), ".jpg");
+  const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + bytes.size() * 2 / 3);
+  EXPECT_EQ(vit::testing::error_of([&] {
+              decode_planned(cut.data(), cut.size(), 3,
+                             [&](int64_t, int64_t) { return box_plan(0, 0, 120, 160, 32); },
+                             "cut.jpg");
+            }),
+            "cut.jpg: cannot decode the JPEG (Premature end of JPEG file)");
+}
+
 TEST(PlannedDecode, TheWindowOfAnEvaluationPlanIsCut) {
   const auto bytes = encoded(photograph_bgr(120, 160, 3), ".png");
   CropResizePlan p;

@@ -34,7 +34,10 @@ struct CropResizePlan {
 // known (from the header, or from the decoded pixels).
 using PlanForSize = std::function<CropResizePlan(int64_t height, int64_t width)>;
 
-// uint8 (C, crop_height, crop_width), C = 1 (luma) or 3 (RGB). Throws
+// uint8 (C, crop_height, crop_width), C = 1 (luma) or 3 (RGB), a view of
+// channels-last memory (not contiguous: .contiguous() for a plain one). Gray
+// from a JPEG is the file's own luma (libjpeg's Y channel), within a level or
+// two of 0.299 R + 0.587 G + 0.114 B of its colour decode. Throws
 // vit::Error naming `name` for bytes that do not decode, and for a plan
 // whose box or window lies outside the image or the resized box.
 at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
