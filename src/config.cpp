@@ -177,7 +177,8 @@ void for_each_field(C& c, F&& f) {
     "machine's memory");
   f("data.workers", d.workers, "streaming: decode threads, 0..1024; 0 = one per core");
   f("data.prefetch_batches", d.prefetch_batches,
-    "streaming: batches decoded ahead of the trainer, 1..1024 (memory: this many batches)");
+    "streaming: batches decoded ahead of the trainer, 0..1024 (memory: this many batches); 0 = "
+    "2 on the CPU, where a step takes far longer than decoding a batch, 4 on CUDA");
   f("data.crop_pct", d.crop_pct,
     "streaming evaluation: the shorter side resized to image_size / crop_pct, then the centre "
     "image_size square (timm's crop_pct), (0, 1]");
@@ -536,7 +537,7 @@ void validate_streaming(const DataConfig& d) {
                                        std::to_string(d.memory_budget_mb) +
                                        ", expected >= 0 (0 = a quarter of the machine's memory)");
   require_range("data.workers", d.workers, 0, kMaxThreads, " (0 = one per core)");
-  require_range("data.prefetch_batches", d.prefetch_batches, 1, 1024);
+  require_range("data.prefetch_batches", d.prefetch_batches, 0, 1024, " (0 = by device)");
   require(d.crop_pct > 0 && d.crop_pct <= 1,
           "data.crop_pct is " + std::to_string(d.crop_pct) + ", expected a value in (0, 1]");
   require_range("data.shuffle_buffer", d.shuffle_buffer, 1, 1'000'000);

@@ -333,8 +333,8 @@ TEST(Config, StreamingValuesAreChecked) {
             "2.000000], expected [low, high] with 0 < low <= high");
   EXPECT_EQ(invalid(R"({"data": {"crop_pct": 1.5}})"),
             "invalid config: data.crop_pct is 1.500000, expected a value in (0, 1]");
-  EXPECT_EQ(invalid(R"({"data": {"prefetch_batches": 0}})"),
-            "invalid config: data.prefetch_batches is 0, expected 1..1024");
+  EXPECT_EQ(invalid(R"({"data": {"prefetch_batches": -1}})"),
+            "invalid config: data.prefetch_batches is -1, expected 0..1024 (0 = by device)");
   EXPECT_EQ(invalid(R"({"data": {"dataset": "webdataset", "train_shards": "t-{0..3}.tar"}})"),
             "invalid config: data.val_shards is empty, expected the validation "
             "shards' brace pattern under data.root (webdataset)");

@@ -123,7 +123,7 @@ struct DataConfig {
                                           // webdataset, or it would not fit memory_budget_mb
   int64_t memory_budget_mb = 0;   // decoded datasets above this stream; 0 = a quarter of RAM
   int64_t workers = 0;            // decode threads; 0 = one per core
-  int64_t prefetch_batches = 6;   // ready batches held ahead of the trainer, >= 1
+  int64_t prefetch_batches = 0;   // batches decoded ahead; 0 = 2 on the CPU, 4 on CUDA
   double crop_pct = 0.875;        // evaluation: shorter side to image_size / crop_pct, centre crop
   std::string train_shards = "";  // webdataset: brace pattern under root, "train-{000..146}.tar"
   std::string val_shards = "";    // webdataset: the validation split's shards

@@ -33,6 +33,8 @@ Normalizer::Normalizer(const std::vector<double>& mean_values,
       throw Error("data.std: value " + std::to_string(std[c]) + " is not positive");
     scale[c] = 1.0 / (255.0 * std[c]);
     shift[c] = mean[c] / std[c];
+    channel_scale_.push_back(static_cast<float>(scale[c]));
+    channel_shift_.push_back(static_cast<float>(shift[c]));
   }
   const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   scale_ = torch::tensor(scale, torch::kFloat64).to(opts).view({1, channels, 1, 1});
@@ -45,6 +47,10 @@ at::Tensor Normalizer::normalize(const at::Tensor& images) const {
     return images.to(torch::kFloat32).mul_(scale_).sub_(shift_);
   }
   return images.mul(scale_ * 255.0).sub_(shift_);
+}
+
+at::Tensor Normalizer::unnormalize(const at::Tensor& normalized) const {
+  return normalized.add(shift_).div_(scale_ * 255.0);
 }
 
 at::Tensor Normalizer::unit_range(const at::Tensor& images) {

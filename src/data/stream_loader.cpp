@@ -15,6 +15,7 @@
 #include "vit/data/epoch_order.hpp"
 #include "vit/data/file_bytes.hpp"
 #include "vit/data/image_transform.hpp"
+#include "vit/data/mix.hpp"
 #include "vit/data/normalizer.hpp"
 #include "vit/data/random_erasing.hpp"
 #include "vit/data/rng.hpp"
@@ -147,6 +148,39 @@ class ShardSequence : public ItemSequence {
   std::vector<Item> buffer_;
   int64_t emitted_ = 0;
 };
+
+// An image's row of the batch: uint8 (C, S, S), of any strides (the decoder
+// gives a channels-last view), copied into a plain (C, S, S) row, mirrored
+// left-right when `flip`.
+void write_pixels(const at::Tensor& image, bool flip, uint8_t* out) {
+  const int64_t channels = image.size(0), h = image.size(1), w = image.size(2);
+  const int64_t sc = image.stride(0), sy = image.stride(1), sx = image.stride(2);
+  const uint8_t* in = image.data_ptr<uint8_t>();
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t y = 0; y < h; ++y, out += w) {
+      const uint8_t* row = in + c * sc + y * sy;
+      for (int64_t x = 0; x < w; ++x)
+        out[x] = row[(flip ? w - 1 - x : x) * sx];
+    }
+}
+
+// The same, normalised on the way: p * scale[c] - shift[c], as float. On
+// the CPU this is the workers' work, so the trainer's thread receives a
+// ready batch.
+void write_normalized(const at::Tensor& image, bool flip, const std::vector<float>& scale,
+                      const std::vector<float>& shift, float* out) {
+  const int64_t channels = image.size(0), h = image.size(1), w = image.size(2);
+  const int64_t sc = image.stride(0), sy = image.stride(1), sx = image.stride(2);
+  const uint8_t* in = image.data_ptr<uint8_t>();
+  for (int64_t c = 0; c < channels; ++c) {
+    const float a = scale[c], b = shift[c];
+    for (int64_t y = 0; y < h; ++y, out += w) {
+      const uint8_t* row = in + c * sc + y * sy;
+      for (int64_t x = 0; x < w; ++x)
+        out[x] = float(row[(flip ? w - 1 - x : x) * sx]) * a - b;
+    }
+  }
+}
 
 int64_t worker_count(int64_t asked) {
   if (asked > 0) return asked;
@@ -297,6 +331,28 @@ class StreamLoader::Pipeline {
     return std::min(loader_.local_batch_, loader_.size_ - step * loader_.local_batch_);
   }
 
+  // A batch's images: a buffer the consumer has let go of (the pool holds
+  // the only reference), else a new one. On the CPU a float batch of
+  // ImageNet's size is past glibc's mmap threshold, so each new one would
+  // come from the kernel, page fault by page fault. (Pinned memory has its
+  // own cache in LibTorch.)
+  at::Tensor batch_buffer(int64_t rows, bool pinned) {
+    const auto& s = loader_.settings_;
+    const std::vector<int64_t> shape = {rows, s.channels, s.side, s.side};
+    const auto dtype = loader_.normalize_in_workers_ ? torch::kFloat32 : torch::kUInt8;
+    if (!pinned) {
+      for (const auto& buffer : buffers_)
+        // Nothing else holds it, not even a view of its storage.
+        if (buffer.use_count() == 1 && buffer.storage().use_count() == 1 && buffer.sizes() == shape)
+          return buffer;
+    }
+    auto buffer = torch::empty(shape, torch::TensorOptions(dtype).pinned_memory(pinned));
+    // The batches in flight, and the one or two the consumer holds.
+    if (!pinned && static_cast<int64_t>(buffers_.size()) < s.prefetch_batches + 2)
+      buffers_.push_back(buffer);
+    return buffer;
+  }
+
   // Lays out every batch from (epoch, step) on, a prefetch's worth ahead of
   // the consumer; evaluation stops after one pass.
   void plan(int64_t epoch, int64_t step) {
@@ -310,8 +366,7 @@ class StreamLoader::Pipeline {
           slot->epoch = e;
           slot->step = k;
           const int64_t rows = rows_of(k);
-          slot->images = torch::empty({rows, s.channels, s.side, s.side},
-                                      torch::TensorOptions(torch::kUInt8).pinned_memory(pinned));
+          slot->images = batch_buffer(rows, pinned);
           slot->labels.assign(static_cast<size_t>(rows), 0);
           slot->failed.assign(static_cast<size_t>(rows), "");
           slot->remaining = rows;
@@ -400,8 +455,15 @@ class StreamLoader::Pipeline {
     if (item.label < 0 || item.label >= l.num_classes_)
       throw Error(name + ": label " + std::to_string(item.label) + " outside 0.." +
                   std::to_string(l.num_classes_ - 1));
-    std::memcpy(job.slot->images[job.row].data_ptr<uint8_t>(), image.data_ptr<uint8_t>(),
-                static_cast<size_t>(image.numel()));
+    // The flip is drawn after the crop, from the image's own stream.
+    const bool flip = o.train && o.augment.hflip && rng.below(2) == 1;
+    if (l.normalize_in_workers_) {
+      streaming::write_normalized(image, flip, l.normalizer_->channel_scale(),
+                                  l.normalizer_->channel_shift(),
+                                  job.slot->images[job.row].data_ptr<float>());
+    } else {
+      streaming::write_pixels(image, flip, job.slot->images[job.row].data_ptr<uint8_t>());
+    }
     job.slot->labels[job.row] = item.label;
   }
 
@@ -439,7 +501,8 @@ class StreamLoader::Pipeline {
   std::deque<Job> jobs_;                     // images waiting for a worker
   std::string error_;                        // the planner's failure (a shard, say)
   bool stopping_ = false;
-  bool finished_ = false;  // the planner is done (one pass of evaluation, or an error)
+  bool finished_ = false;            // the planner is done (one pass of evaluation, or an error)
+  std::vector<at::Tensor> buffers_;  // the planner's: batches' images for reuse (CPU)
   std::vector<std::thread> workers_;
   std::thread planner_;
 };
@@ -459,9 +522,10 @@ StreamLoader::StreamLoader(StreamedSplit split, LoaderOptions options, StreamSet
                 std::to_string(o.shard_count) +
                 " ranks (WORLD_SIZE): train.batch_size is the global batch, which the ranks "
                 "split evenly");
-  if (settings_.prefetch_batches < 1)
+  if (settings_.prefetch_batches < 0)
     throw Error("data.prefetch_batches is " + std::to_string(settings_.prefetch_batches) +
-                ", expected >= 1");
+                ", expected >= 0");
+  if (settings_.prefetch_batches == 0) settings_.prefetch_batches = o.device.is_cuda() ? 4 : 2;
   num_classes_ = split_.num_classes();
   local_batch_ = o.train ? o.batch_size / o.shard_count : o.batch_size;
   if (!split_.from_shards()) {
@@ -494,6 +558,13 @@ StreamLoader::StreamLoader(StreamedSplit split, LoaderOptions options, StreamSet
                   " ranks; each rank reads whole shards, so there must be one per rank at least");
   }
   normalizer_ = std::make_shared<Normalizer>(o.mean, o.std, settings_.channels, options_.device);
+  // On the CPU the workers normalise too, unless the batch stage needs the
+  // pixels: RandAugment and mixing work on [0, 1] images, and the pad-and-crop
+  // pads with black.
+  normalize_in_workers_ =
+      !o.device.is_cuda() &&
+      (!o.train || (o.augment.randaugment_ops == 0 && !mixing_enabled(o.augment) &&
+                    (settings_.random_resized_crop || o.augment.crop_padding == 0)));
 }
 
 StreamLoader::~StreamLoader() = default;
@@ -506,7 +577,11 @@ StreamLoader::Ready StreamLoader::next_ready(int64_t epoch, int64_t step) const 
     pipeline_.reset();  // joins the old pass's threads first
     pipeline_ = std::make_unique<Pipeline>(*this, epoch, step);
   }
-  return pipeline_->take();
+  Ready ready = pipeline_->take();
+  // An evaluation pass ends here: its threads and buffers go until the next
+  // one (a validation every epoch need not hold memory in between).
+  if (!options_.train && step == batches_per_epoch_ - 1) pipeline_.reset();
+  return ready;
 }
 
 Batch StreamLoader::assemble(int64_t epoch, int64_t step) const {
@@ -517,10 +592,12 @@ Batch StreamLoader::assemble(int64_t epoch, int64_t step) const {
   out.labels = torch::tensor(ready.labels, torch::kInt64)
                    .view({static_cast<int64_t>(ready.labels.size())})
                    .to(o.device);
-  if (!o.train) return out;
-  // The batch augmentation, as the in-memory path runs it, on this rank's
-  // rows; a random resized crop replaces the pad-and-crop.
+  if (!o.train || normalize_in_workers_) return out;
+  // The rest of the batch augmentation, as the in-memory path runs it, on
+  // this rank's rows: the workers flipped, and a random resized crop
+  // replaces the pad-and-crop.
   AugmentConfig augment = o.augment;
+  augment.hflip = false;
   if (settings_.random_resized_crop) augment.crop_padding = 0;
   Rng rng = Rng::derive({o.seed, streaming::kStreamAugmentStream, static_cast<uint64_t>(epoch),
                          static_cast<uint64_t>(step), static_cast<uint64_t>(o.shard_index)});
@@ -532,7 +609,7 @@ Batch StreamLoader::assemble(int64_t epoch, int64_t step) const {
 
 Batch StreamLoader::batch(int64_t epoch, int64_t step) const {
   Batch out = assemble(epoch, step);
-  out.images = normalizer_->normalize(out.images);
+  if (!normalize_in_workers_) out.images = normalizer_->normalize(out.images);
   if (options_.train && options_.augment.random_erasing > 0) {
     Rng rng =
         Rng::derive({options_.seed, streaming::kStreamErasingStream, static_cast<uint64_t>(epoch),
@@ -544,7 +621,8 @@ Batch StreamLoader::batch(int64_t epoch, int64_t step) const {
 
 Batch StreamLoader::batch_unnormalized(int64_t epoch, int64_t step) const {
   Batch out = assemble(epoch, step);
-  out.images = Normalizer::unit_range(out.images);
+  out.images = normalize_in_workers_ ? normalizer_->unnormalize(out.images)
+                                     : Normalizer::unit_range(out.images);
   return out;
 }
 

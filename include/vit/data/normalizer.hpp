@@ -22,10 +22,17 @@ class Normalizer {
   at::Tensor normalize(const at::Tensor& images) const;
   // uint8 -> float in [0, 1]; a float batch is returned as it is.
   static at::Tensor unit_range(const at::Tensor& images);
+  // The inverse of normalize(): normalised float -> float in [0, 1].
+  at::Tensor unnormalize(const at::Tensor& normalized) const;
+
+  // Per channel, for code that normalises pixel by pixel: p * scale - shift.
+  const std::vector<float>& channel_scale() const { return channel_scale_; }
+  const std::vector<float>& channel_shift() const { return channel_shift_; }
 
  private:
   at::Tensor scale_;  // float (1, C, 1, 1): 1 / (255 * std)
   at::Tensor shift_;  // float (1, C, 1, 1): mean / std
+  std::vector<float> channel_scale_, channel_shift_;
 };
 
 }  // namespace vit::data

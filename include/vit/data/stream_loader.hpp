@@ -41,7 +41,7 @@ struct StreamSettings {
   // floor(S / crop_pct), then the centre S x S (unset: squashed to S x S).
   double crop_pct = 0.875;
   int64_t workers = 0;            // decode threads; 0 = one per core
-  int64_t prefetch_batches = 6;   // decoded batches held ahead, >= 1
+  int64_t prefetch_batches = 0;   // decoded batches held ahead; 0 = 2 on the CPU, 4 on CUDA
   int64_t shuffle_buffer = 2000;  // shards, training: samples shuffled together
   bool skip_corrupt =
       false;  // an image that fails takes its batch neighbour's place, with a warning
@@ -88,6 +88,7 @@ class StreamLoader : public BatchSource {
   int64_t batches_per_epoch_ = 0;
   int64_t size_ = 0;
   int64_t num_classes_ = 0;
+  bool normalize_in_workers_ = false;  // the CPU's batches come normalised (float) from the workers
   std::shared_ptr<const class Normalizer> normalizer_;
   // The running pass; replaced when a batch other than its next is asked for.
   mutable std::unique_ptr<Pipeline> pipeline_;
