@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -240,6 +241,13 @@ std::string with_commas(int64_t n) {
   return out;
 }
 
+// A size in MiB for the log: one decimal under 100 MiB.
+std::string mib_text(int64_t bytes) {
+  const double mib = double(bytes) / double(kBytesPerMiB);
+  if (mib < 100) return fmt::format("{:.1f}", mib);
+  return with_commas(static_cast<int64_t>(mib));
+}
+
 }  // namespace
 
 StreamChoice choose_stream(const Config& config, int64_t listed_images) {
@@ -265,10 +273,8 @@ StreamChoice choose_stream(const Config& config, int64_t listed_images) {
   const int64_t budget =
       d.memory_budget_mb > 0 ? d.memory_budget_mb * kBytesPerMiB : default_memory_budget_bytes();
   if (bytes <= budget) return {false, ""};
-  return {true, "its " + with_commas(listed_images) + " images would take " +
-                    with_commas(bytes / kBytesPerMiB) +
-                    " MiB decoded, over data.memory_budget_mb " +
-                    with_commas(budget / kBytesPerMiB) + " MiB"};
+  return {true, "its " + with_commas(listed_images) + " images would take " + mib_text(bytes) +
+                    " MiB decoded, over data.memory_budget_mb " + mib_text(budget) + " MiB"};
 }
 
 DataSplits load_data(const Config& config) {

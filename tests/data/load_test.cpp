@@ -8,6 +8,7 @@
 
 #include "error_of.hpp"
 #include "vit/error.hpp"
+#include "vit/io/image_io.hpp"
 #include "vit_test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -107,6 +108,89 @@ TEST(LoadRealData, FashionMnistFromTheDebianPackage) {
   // Every class has 6000 training images, so the hold-out takes 500 of each.
   EXPECT_TRUE(torch::equal(torch::bincount(splits.val.labels, {}, 10),
                            torch::full({10}, 500, torch::kInt64)));
+}
+
+}  // namespace
+
+namespace {
+
+using vit::testing::error_of;
+
+// An image folder of 40 PNGs of 8 x 8 in two classes (train/ only).
+class StreamChoiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("vit_stream_choice_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    for (int i = 0; i < 40; ++i) {
+      const auto image = torch::full({3, 8, 8}, i, torch::kUInt8);
+      vit::io::write_png(root_ / "train" / (i % 2 ? "b" : "a") / (std::to_string(i) + ".png"),
+                         image);
+    }
+    config_.data.dataset = vit::DatasetKind::kImageFolder;
+    config_.data.root = root_.string();
+    config_.data.val_size = 4;
+    config_.data.mean = {0.5, 0.5, 0.5};
+    config_.data.std = {0.5, 0.5, 0.5};
+    config_.model.image_size = 32;
+    config_.model.patch_size = 8;
+    config_.model.num_classes = 2;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+  vit::Config config_;
+};
+
+TEST_F(StreamChoiceTest, ARandomResizedCropOrABudgetTooSmallStreamsAndSaysWhy) {
+  EXPECT_FALSE(vit::data::load_data(config_).streamed);  // 40 x 3 x 32 x 32 bytes fit
+  config_.data.memory_budget_mb = 1;
+  EXPECT_FALSE(vit::data::choose_stream(config_, 40).stream);
+  const auto big = vit::data::choose_stream(config_, 400);  // 400 x 3072 = 1.17 MiB
+  EXPECT_TRUE(big.stream);
+  EXPECT_EQ(big.reason,
+            "its 400 images would take 1.2 MiB decoded, over data.memory_budget_mb 1.0 MiB");
+  config_.data.augment.random_resized_crop = vit::RandomResizedCrop{};
+  const auto splits = vit::data::load_data(config_);
+  ASSERT_TRUE(splits.streamed);
+  EXPECT_EQ(splits.streamed->reason, "data.augment.random_resized_crop crops the original images");
+  EXPECT_EQ(splits.train_size(), 36);
+  EXPECT_EQ(splits.val_size(), 4);
+  EXPECT_EQ(splits.test_size(), 0);
+  EXPECT_EQ(splits.classes(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(splits.train.size(), 0);  // nothing decoded
+  config_.data.stream = vit::StreamMode::kOff;
+  EXPECT_EQ(error_of([&] { config_.validate(); }),
+            "invalid config: data.augment.random_resized_crop crops the original images, which "
+            "only the streamed path reads; data.stream is false");
+}
+
+TEST_F(StreamChoiceTest, OnlyFileByFileDatasetsStream) {
+  config_.data.dataset = vit::DatasetKind::kCifar10;
+  config_.data.stream = vit::StreamMode::kOn;
+  EXPECT_EQ(error_of([&] { vit::data::choose_stream(config_, 0); }),
+            "data.stream is true, but cifar10 is read into memory whole; image-folder, "
+            "tiny-imagenet and webdataset stream");
+  config_.data.stream = vit::StreamMode::kAuto;
+  config_.data.augment.random_resized_crop = vit::RandomResizedCrop{};
+  EXPECT_EQ(error_of([&] { vit::data::choose_stream(config_, 0); }),
+            "data.augment.random_resized_crop needs images read file by file (image-folder, "
+            "tiny-imagenet or webdataset); cifar10 is read into memory whole");
+}
+
+TEST_F(StreamChoiceTest, StreamedSplitsAreTheInMemorySplitsFiles) {
+  config_.data.limit_train = 10;
+  const auto memory = vit::data::load_data(config_);
+  config_.data.stream = vit::StreamMode::kOn;
+  const auto streamed = vit::data::load_data(config_);
+  ASSERT_TRUE(streamed.streamed);
+  // The same seeded hold-out and limit pick the same images: each PNG's
+  // pixels are its index.
+  const auto& files = streamed.streamed->val.files;
+  ASSERT_EQ(int64_t(files.size()), memory.val.size());
+  for (size_t i = 0; i < files.size(); ++i)
+    EXPECT_EQ(files[i].stem().string(),
+              std::to_string(memory.val.images[int64_t(i)][0][0][0].item<int>()));
+  EXPECT_EQ(streamed.train_size(), 10);
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
+#include "vit/data/brace_pattern.hpp"
 #include "vit/data/epoch_order.hpp"
+#include "vit/data/webdataset.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
 
@@ -188,6 +190,108 @@ TEST_F(StreamLoaderTest, RefusesImpossibleOptions) {
   const StreamLoader loader(split_, options_, settings_);
   EXPECT_EQ(vit::testing::error_of([&] { loader.batch(0, 99); }),
             "stream loader: step 99 is outside 0..7 of an epoch");
+}
+
+}  // namespace
+
+namespace {
+
+// The same 48 images written as WebDataset shards of 10 (the last holds 8).
+class ShardStreamTest : public StreamLoaderTest {
+ protected:
+  void SetUp() override {
+    StreamLoaderTest::SetUp();
+    std::vector<vit::data::ShardInput> inputs;
+    for (int64_t i = 0; i < kImages; ++i)
+      inputs.push_back({split_.files[i], split_.labels[i]});
+    const std::string pattern = vit::data::write_shards(inputs, root_ / "shards", "train", 10);
+    EXPECT_EQ(pattern, "train-{000000..000004}.tar");
+    shards_.classes = split_.classes;
+    shards_.source = "test shards";
+    shards_.shards = vit::data::shard_files(pattern, root_ / "shards", "test");
+    for (const auto& shard : shards_.shards)
+      shards_.shard_samples.push_back(vit::data::count_shard_samples(shard, {}));
+    EXPECT_EQ(shards_.size(), kImages);
+  }
+  StreamedSplit shards_;
+};
+
+TEST_F(ShardStreamTest, EachSampleOnceAnEpochTheSameForAnyWorkerCount) {
+  settings_.shuffle_buffer = 16;
+  std::vector<std::vector<int64_t>> orders;
+  for (const int64_t workers : {1, 3}) {
+    settings_.workers = workers;
+    const StreamLoader loader(shards_, options_, settings_);
+    ASSERT_EQ(loader.batches_per_epoch(), kImages / 8);
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      std::vector<int64_t> seen;
+      for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+        const auto batch = loader.batch_unnormalized(epoch, step);
+        const auto ids = identities(batch);
+        for (size_t r = 0; r < ids.size(); ++r) {
+          EXPECT_EQ(batch.labels[int64_t(r)].item<int64_t>(), ids[r] % 3);
+          seen.push_back(ids[r]);
+        }
+      }
+      EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), size_t(kImages));
+      orders.push_back(seen);
+    }
+  }
+  EXPECT_EQ(orders[0], orders[2]);  // 1 and 3 workers, epoch 0
+  EXPECT_EQ(orders[1], orders[3]);
+  EXPECT_NE(orders[0], orders[1]);  // epochs shuffle differently
+  // Shuffled beyond one shard: the first batch mixes images of several shards.
+  std::set<int64_t> shards_in_first_batch;
+  for (int64_t r = 0; r < 8; ++r)
+    shards_in_first_batch.insert(orders[0][r] / 10);
+  EXPECT_GE(shards_in_first_batch.size(), 2u);
+}
+
+TEST_F(ShardStreamTest, AResumedStreamReadsUpToItsStepAndRejoins) {
+  settings_.workers = 2;
+  const StreamLoader loader(shards_, options_, settings_);
+  std::vector<at::Tensor> pass;
+  for (int64_t step = 0; step < loader.batches_per_epoch(); ++step)
+    pass.push_back(loader.batch_unnormalized(1, step).images);
+  const StreamLoader resumed(shards_, options_, settings_);
+  EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 4).images, pass[4]));
+  EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 5).images, pass[5]));
+}
+
+TEST_F(ShardStreamTest, TwoRanksReadDisjointWholeShards) {
+  auto rank0 = options_, rank1 = options_;
+  rank0.shard_count = rank1.shard_count = 2;
+  rank1.shard_index = 1;
+  const StreamLoader first(shards_, rank0, settings_), second(shards_, rank1, settings_);
+  // Rank 0 reads shards 0, 2, 4 (28 images), rank 1 shards 1, 3 (20): both
+  // train as many steps of 4 as the smaller fills.
+  EXPECT_EQ(first.batches_per_epoch(), 5);
+  EXPECT_EQ(second.batches_per_epoch(), 5);
+  std::set<int64_t> mine[2];
+  for (int64_t step = 0; step < 5; ++step) {
+    for (const int64_t i : identities(first.batch_unnormalized(0, step))) {
+      EXPECT_TRUE(i / 10 == 0 || i / 10 == 2 || i / 10 == 4) << i;
+      mine[0].insert(i);
+    }
+    for (const int64_t i : identities(second.batch_unnormalized(0, step))) {
+      EXPECT_TRUE(i / 10 == 1 || i / 10 == 3) << i;
+      mine[1].insert(i);
+    }
+  }
+  EXPECT_EQ(mine[0].size() + mine[1].size(), 40u);  // no image twice
+}
+
+TEST_F(ShardStreamTest, EvaluationReadsEveryShardInOrder) {
+  options_.train = false;
+  options_.batch_size = 20;
+  const StreamLoader loader(shards_, options_, settings_);
+  ASSERT_EQ(loader.batches_per_epoch(), 3);
+  std::vector<int64_t> seen, expected(kImages);
+  for (int64_t step = 0; step < 3; ++step)
+    for (const int64_t i : identities(loader.batch_unnormalized(0, step)))
+      seen.push_back(i);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(seen, expected);
 }
 
 }  // namespace

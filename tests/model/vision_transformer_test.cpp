@@ -355,6 +355,42 @@ TEST(VisionTransformer, EvalOutputsSurviveSaveAndLoad) {
   EXPECT_TRUE(torch::equal(model->forward(x), model->forward(x)));  // dropout is off in eval
 }
 
+// Stochastic depth: rates rising from 0 to model.drop_path over the blocks;
+// in training each image's branch is kept or dropped whole (kept ones
+// scaled by 1 / (1 - rate)); evaluation and the rate-0 first block are untouched.
+TEST(VisionTransformer, DropPathDropsWholeBranchesPerImageInTrainingOnly) {
+  ModelConfig cfg = small_config();
+  cfg.depth = 3;
+  cfg.drop_path = 0.5;
+  torch::manual_seed(0);
+  VisionTransformer model(cfg);
+  EXPECT_DOUBLE_EQ(model->blocks[0]->as<BlockImpl>()->drop_path_rate, 0.0);
+  EXPECT_DOUBLE_EQ(model->blocks[1]->as<BlockImpl>()->drop_path_rate, 0.25);
+  EXPECT_DOUBLE_EQ(model->blocks[2]->as<BlockImpl>()->drop_path_rate, 0.5);
+  auto* last = model->blocks[2]->as<BlockImpl>();
+  const auto x = torch::randn({400, 17, 32});
+  last->eval();
+  const auto kept = last->forward(x);
+  last->train();
+  const auto dropped = last->forward(x);
+  // An image whose both branches were dropped comes out as it went in: a
+  // quarter of them at rate 0.5 (the standard deviation is 0.02).
+  const auto unchanged = (dropped - x).abs().amax({1, 2}).eq(0);
+  EXPECT_NEAR(unchanged.to(torch::kFloat64).mean().item<double>(), 0.25, 0.08);
+  // The first block (rate 0) trains as it evaluates.
+  auto* first = model->blocks[0]->as<BlockImpl>();
+  first->train();
+  const auto a = first->forward(x);
+  first->eval();
+  EXPECT_TRUE(torch::allclose(a, first->forward(x), 1e-6, 1e-6));
+  // Gradients reach every parameter through the kept branches.
+  model->train();
+  model->forward(torch::randn({8, 3, 16, 16})).sum().backward();
+  for (const auto& p : model->named_parameters())
+    EXPECT_TRUE(p.value().grad().defined()) << p.key();
+  EXPECT_FALSE(torch::equal(kept, dropped));
+}
+
 TEST(VisionTransformer, InitialisationFollowsTimm) {
   torch::manual_seed(5);
   ModelConfig cfg = small_config();
