@@ -5,9 +5,20 @@
 #      images: `vit data --bench N` on a synthetic CIFAR-10 binary set;
 #   2. Tiny-ImageNet load time, cold (decode + write the cache) and cached, on
 #      a synthetic tree of the real size (200 classes x 500 train JPEGs of
-#      64 x 64, 10,000 val JPEGs), generated once under $WORK.
-# Usage: scripts/bench/pipeline.sh [--pipeline-only | --tiny-only]
+#      64 x 64, 10,000 val JPEGs), generated once under $WORK;
+#   3. the streamed pipeline at 224 px against torchvision (--streamed-only):
+#      600 real photographs of 280-520 px (scripts/bench/make_photos.py, from
+#      Debian's opencv-doc), as a folder and as WebDataset shards, through
+#      RandomResizedCrop(224), flip and normalisation: `vit data --bench` with
+#      data.workers=STREAM_WORKERS and --threads 1, against torchvision's
+#      DataLoader (PIL, ToTensor, Normalize) with as many worker processes,
+#      both pinned to the same STREAM_WORKERS cores (taskset), interleaved,
+#      median of RUNS; then the peak resident memory of `vit train` (ViT-Ti/16
+#      at 224, batch 64, streamed, stopped after MEMORY_SECONDS) on 1,000 and
+#      on 16,000 photographs (--memory-only runs that part alone).
+# Usage: scripts/bench/pipeline.sh [--pipeline-only | --tiny-only | --streamed-only | --memory-only]
 # Env:   VIT=build/vit  WORK=/tmp/vit-bench  BATCHES=400  THREADS="1 2"
+#        STREAM_WORKERS=1  STREAM_BATCHES=40  RUNS=3  MEMORY_SECONDS=60
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VIT=${VIT:-build/vit}
@@ -18,7 +29,7 @@ MODE=${1:-all}
 [[ -x $VIT ]] || { echo "missing $VIT: run scripts/build.sh first" >&2; exit 1; }
 mkdir -p "$WORK"
 
-if [[ $MODE != --tiny-only ]]; then
+if [[ $MODE == --pipeline-only || $MODE == all ]]; then
   cifar=$WORK/cifar-10-batches-bin
   if [[ ! -f $cifar/test_batch.bin ]]; then
     echo "writing a synthetic CIFAR-10 binary set to $cifar"
@@ -49,7 +60,7 @@ PY
   done
 fi
 
-if [[ $MODE != --pipeline-only ]]; then
+if [[ $MODE == --tiny-only || $MODE == all ]]; then
   tiny=$WORK/tiny-imagenet-200
   if [[ ! -f $tiny/val/val_annotations.txt ]]; then
     echo "writing a synthetic Tiny-ImageNet-200 tree to $tiny (110,000 JPEGs; takes a minute)"
@@ -114,4 +125,96 @@ CPP
     printf '%-7s %6.1f s  (vit data, whole command)\n' "$run" "$(echo "$end - $start" | bc)"
   done
   ls -l "$tiny"/.vit-cache-*.bin
+fi
+
+# Real photographs: OpenCV's sample photos (Debian's opencv-doc), cut and
+# resized by make_photos.py into PHOTOS_N training images.
+photos() {  # DIR TRAIN_IMAGES
+  [[ -d $1/train ]] && return
+  local source=$WORK/opencv-doc/usr/share/doc/opencv-doc/examples/data
+  if [[ ! -f $source/baboon.jpg ]]; then
+    (cd "$WORK" && apt-get download opencv-doc >/dev/null 2>&1) ||
+      { echo "pipeline.sh: cannot download Debian's opencv-doc (its photographs)" >&2; exit 1; }
+    dpkg -x "$WORK"/opencv-doc_*.deb "$WORK/opencv-doc"
+  fi
+  echo "writing $2 photographs to $1"
+  /usr/bin/python3 scripts/bench/make_photos.py "$source" "$1" --train "$2" --val 100
+}
+
+stream_sets() {  # ROOT: vit's --set overrides for the benchmark's transforms
+  echo "--set data.root=$1 --set model.num_classes=10 --set data.val_size=10"
+  echo "--set data.augment.randaugment_ops=0 --set data.augment.mixup_alpha=0"
+  echo "--set data.augment.cutmix_alpha=0 --set data.augment.random_erasing=0"
+  echo "--set train.batch_size=64 --set data.workers=${STREAM_WORKERS:-1}"
+}
+
+if [[ $MODE == --streamed-only || $MODE == all ]]; then
+  folder=$WORK/photos-600 shards=$WORK/photo-shards
+  photos "$folder" 600
+  if [[ ! -f $shards/classes.txt ]]; then
+    "$VIT" data --config configs/imagenet-vit-s16.json $(stream_sets "$folder") \
+      --write-shards "$shards" --shard-size 100 -q >/dev/null
+  fi
+  train_shards="train-{000000..$(printf '%06d' $(($(ls "$shards"/train-*.tar | wc -l) - 1)))}.tar"
+  val_shards="val-{000000..$(printf '%06d' $(($(ls "$shards"/val-*.tar | wc -l) - 1)))}.tar"
+  workers=${STREAM_WORKERS:-1}
+  cores=0-$((workers - 1))
+  python=/usr/bin/python3
+  have_wds=0
+  venv=$WORK/webdataset-venv
+  if [[ ! -x $venv/bin/python ]]; then
+    /usr/bin/python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1 &&
+      "$venv/bin/pip" install -q webdataset >/dev/null 2>&1 || rm -rf "$venv"
+  fi
+  [[ -x $venv/bin/python ]] && "$venv/bin/python" -c 'import webdataset' 2>/dev/null && have_wds=1
+  [[ $have_wds == 1 ]] || echo "pipeline.sh: no webdataset package (pip): torchvision's shard row is skipped"
+  echo "== streamed, RandomResizedCrop(224) + flip + normalise, batch 64, $workers worker(s) on cores $cores =="
+  echo "   $(lscpu | sed -n 's/^Model name: *//p')"
+  results=$WORK/streamed.tsv
+  : >"$results"
+  for run in $(seq 1 "${RUNS:-3}"); do
+    line=$(taskset -c "$cores" "$VIT" data --config configs/imagenet-vit-s16.json $(stream_sets "$folder") \
+      --device cpu --threads 1 --bench "${STREAM_BATCHES:-40}" -q)
+    echo "vit-folder	$(echo "$line" | sed -n 's/^pipeline: \([0-9]*\) images.*peak resident memory \([0-9]*\) MiB/\1	\2/p')" >>"$results"
+    line=$(taskset -c "$cores" "$VIT" data --config configs/imagenet-vit-s16.json $(stream_sets "$shards") \
+      --set data.dataset=webdataset --set data.train_shards="$train_shards" \
+      --set data.val_shards="$val_shards" --device cpu --threads 1 --bench "${STREAM_BATCHES:-40}" -q)
+    echo "vit-shards	$(echo "$line" | sed -n 's/^pipeline: \([0-9]*\) images.*peak resident memory \([0-9]*\) MiB/\1	\2/p')" >>"$results"
+    line=$(taskset -c "$cores" "$python" scripts/bench/torchvision_loader.py --folder "$folder/train" \
+      --workers "$workers" --batches "${STREAM_BATCHES:-40}")
+    echo "torchvision-folder	$(echo "$line" | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["images_per_sec"]))')	-" >>"$results"
+    if [[ $have_wds == 1 ]]; then
+      line=$(taskset -c "$cores" "$venv/bin/python" scripts/bench/torchvision_loader.py \
+        --shards "$shards/$train_shards" --workers "$workers" --batches "${STREAM_BATCHES:-40}")
+      echo "torchvision-shards	$(echo "$line" | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["images_per_sec"]))')	-" >>"$results"
+    fi
+  done
+  "$python" - "$results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    who, ips, rss = line.rstrip("\n").split("\t")
+    rows.setdefault(who, []).append(float(ips))
+med = {who: statistics.median(v) for who, v in rows.items()}
+print(f"{'contender':<20}{'img/s':>8}  runs")
+for who, v in rows.items():
+    print(f"{who:<20}{med[who]:>8.0f}  {' '.join(f'{x:.0f}' for x in v)}")
+for source in ("folder", "shards"):
+    if f"vit-{source}" in med and f"torchvision-{source}" in med:
+        print(f"vit / torchvision, {source}: {med[f'vit-{source}'] / med[f'torchvision-{source}']:.2f}")
+PY
+fi
+
+if [[ $MODE == --memory-only || $MODE == all ]]; then
+  echo "== vit train, ViT-Ti/16 at 224, batch 64, streamed: peak resident memory =="
+  for n in 1000 16000; do
+    folder=$WORK/photos-$n
+    photos "$folder" "$n"
+    out=$WORK/memory-run-$n
+    rm -rf "$out"
+    timeout -s INT "${MEMORY_SECONDS:-60}" "$VIT" train --config configs/imagenet-vit-s16.json \
+      $(stream_sets "$folder") --set model.dim=192 --set model.heads=3 --set model.mlp_dim=768 \
+      --set train.epochs=1 --set data.workers=0 --device cpu --out "$out" >"$out.log" 2>&1 || true
+    printf '%6d photographs: %s\n' "$n" "$(grep -o 'peak memory [0-9]* MiB' "$out.log" || echo 'no peak memory line')"
+  done
 fi
