@@ -6,15 +6,16 @@
 #
 # Here, once per session (no device time; about 9 minutes on 2 cores):
 #   scripts/gpu_session.sh prepare build-here
-#   `prepare` fills .carry/ (git ignores it): ../shared/gpu/make-kit.sh's
-#   static OpenCV kit, Gloo's headers, GoogleTest's sources and Fashion-MNIST's
-#   four .gz files (30 MB) in .carry/data. `build-here` builds vit and vit_tests
+#   `prepare` fills .carry/ (git ignores it) from Debian's archive: a pruned
+#   OpenCV source and static zlib, libpng and libjpeg (`kit` below), Gloo's
+#   headers, GoogleTest's sources, Fashion-MNIST's four .gz files (30 MB) in
+#   .carry/data and 300 photographs (15 MB) in .carry/photos. `build-here` builds vit and vit_tests
 #   here against the device's LibTorch (pip's torch==$DEVICE_TORCH, CUDA 13,
 #   fetched from PyPI) and packs them into .carry/bin, with the two shared
 #   libraries the device lacks (spdlog, fmt) in .carry/lib. An earlier
 #   session's build that it replaces moves to .carry/before: carry it too,
 #   and CONTENDERS="vit vit-before ..." times the two builds side by side.
-# There, with carry [".carry/bin", ".carry/lib", ".carry/data"] (and
+# There, with carry [".carry/bin", ".carry/lib", ".carry/data", ".carry/photos"] (and
 # ".carry/before"), in one call:
 #   scripts/gpu_session.sh unpack diagnose test test profile bench config
 #   (`unpack` there puts .carry/bin's binaries in $BUILD and points the loader
@@ -40,6 +41,9 @@
 #              ctest runs them), JOBS (4) at a time, with its exit status
 #   profile    the step's GPU kernels, grouped (scripts/bench/gpu_kernels.py), for
 #              each of PROFILE's rows (default p4d384/512; vits16/256 too, say)
+#   stream     ViT-S/16 on 300 streamed photographs (.carry/photos, from
+#              prepare): vit data --bench and vit train, images/s, to compare
+#              with the bench's vits16 row on synthetic data
 #   config     configs/fashion-mnist-gpu.json (with CONFIG_SET's overrides), timed
 #              (at most CONFIG_LIMIT s), its curve and summary
 #   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
@@ -64,13 +68,56 @@ results=()  # "stage|status|seconds"
 last_status=0
 test_round=0
 
+# What the device's image lacks, from Debian's archive here (about 5 MB): a
+# pruned OpenCV 4.6 source (core, imgproc, imgcodecs) in .carry/ocv.tar.xz,
+# and the static zlib, libpng and libjpeg-turbo with their headers in
+# .carry/deps (the libraries an OpenCV and a vit built there link).
+kit() {
+  local work source
+  work=$(mktemp -d)
+  if [ ! -s .carry/ocv.tar.xz ]; then
+    (cd "$work" && apt-get source --download-only opencv >/dev/null 2>&1) ||
+      { echo "kit: apt-get source opencv failed (a deb-src line in /etc/apt/sources.list.d?)"; return 1; }
+    mkdir -p "$work/x" "$work/ocv/modules"
+    tar -xJf "$work"/opencv_*+dfsg.orig.tar.xz -C "$work/x" || return
+    source=$(echo "$work"/x/opencv-*)
+    cp -a "$source"/{CMakeLists.txt,cmake,include,platforms,LICENSE} "$work/ocv/"
+    for module in core imgproc imgcodecs; do
+      cp -a "$source/modules/$module" "$work/ocv/modules/"
+      rm -rf "$work/ocv/modules/$module"/{test,perf,doc,misc}
+    done
+    for empty in doc data apps samples; do  # folders OpenCV's CMakeLists.txt expects
+      mkdir -p "$work/ocv/$empty" && touch "$work/ocv/$empty/CMakeLists.txt"
+    done
+    (cd "$work" && tar -cJf "$OLDPWD/.carry/ocv.tar.xz" ocv) || return
+  fi
+  if [ ! -f .carry/deps/usr/lib/x86_64-linux-gnu/libjpeg.a ]; then
+    (cd "$work" && apt-get download libpng-dev libjpeg62-turbo-dev zlib1g-dev >/dev/null 2>&1) ||
+      { echo "kit: apt-get download of the static libraries failed"; return 1; }
+    for deb in "$work"/*.deb; do dpkg-deb -x "$deb" .carry/deps; done
+    find .carry/deps -name '*.so*' -delete
+  fi
+  rm -rf "$work"
+}
+
 prepare() {
-  bash ../shared/gpu/make-kit.sh || return
+  mkdir -p .carry
+  kit || return
   rm -rf .carry/gloo-include .carry/googletest
   mkdir -p .carry/gloo-include .carry/data
   cp -r /usr/include/gloo .carry/gloo-include/ &&
     cp -r /usr/src/googletest .carry/googletest &&
     cp /usr/share/datasets/fashion-mnist/*.gz .carry/data/ || return
+  # 300 real photographs of 280-520 px (15 MB) for the stream stage: crops of
+  # Debian's opencv-doc sample photographs (scripts/bench/make_photos.py).
+  local docs=${VIT_CACHE:-$HOME/.cache/vit}/opencv-doc
+  if [ ! -f "$docs/usr/share/doc/opencv-doc/examples/data/baboon.jpg" ]; then
+    mkdir -p "$docs" && (cd "$docs" && apt-get download opencv-doc >/dev/null 2>&1) &&
+      dpkg -x "$docs"/opencv-doc_*.deb "$docs" || { echo "prepare: no opencv-doc"; return 1; }
+  fi
+  rm -rf .carry/photos
+  /usr/bin/python3 scripts/bench/make_photos.py "$docs/usr/share/doc/opencv-doc/examples/data" \
+    .carry/photos --train 300 --val 50 || return
   du -sh .carry
 }
 
@@ -87,6 +134,7 @@ static_opencv() {  # PREFIX
     flags+=("-DWITH_$w=OFF")
   done
   cmake -S "$src/ocv" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$1" \
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
     -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_LIST=core,imgproc,imgcodecs \
     -DBUILD_TESTS=OFF -DBUILD_PERF_TESTS=OFF -DBUILD_EXAMPLES=OFF -DBUILD_opencv_apps=OFF \
     -DBUILD_JAVA=OFF -DBUILD_opencv_python3=OFF -DBUILD_ZLIB=OFF -DBUILD_PNG=OFF -DBUILD_JPEG=OFF \
@@ -155,7 +203,18 @@ build() {
       cmake --install /tmp/gtest-build >>/tmp/gtest.log 2>&1 || { tail -20 /tmp/gtest.log; return 1; }
     export CMAKE_PREFIX_PATH=/tmp/gtest-install${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   fi
-  bash .carry/gpu/build-on-device.sh 2>&1 | tee "$LOGS/build.log"
+  local kit=$PWD/.carry/deps/usr torch
+  ls /tmp/ocv-install/lib*/libopencv_core.a >/dev/null 2>&1 || static_opencv /tmp/ocv-install || return
+  torch=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') || return
+  mkdir -p "$BUILD"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch" \
+    -DOpenCV_DIR="$(dirname "$(find /tmp/ocv-install -name OpenCVConfig.cmake | head -1)")" \
+    -DZLIB_INCLUDE_DIR="$kit/include" -DZLIB_LIBRARY="$kit/lib/x86_64-linux-gnu/libz.a" \
+    -DJPEG_INCLUDE_DIR="$kit/include;$kit/include/x86_64-linux-gnu" \
+    -DJPEG_LIBRARY="$kit/lib/x86_64-linux-gnu/libjpeg.a" >"$LOGS/build.log" 2>&1 ||
+    { tail -30 "$LOGS/build.log"; return 1; }
+  cmake --build "$BUILD" -j "$(nproc)" --target vit vit_tests >>"$LOGS/build.log" 2>&1 ||
+    { grep -m10 -A6 "error" "$LOGS/build.log"; return 1; }
 }
 
 # The two binaries, compressed and cut to what the device tool brings back
@@ -335,6 +394,30 @@ profile() {
   return $status
 }
 
+# The streamed pipeline feeding the GPU: .carry/photos (300 photographs) at
+# 224 px with ViT-S/16's augmentation, on every core. First `vit data --bench`
+# alone (images/s from the files to the batch on the GPU), then `vit train` of
+# ViT-S/16 on them for STREAM_STEPS steps: its images/s against the bench's
+# vits16 row on synthetic data in memory says whether the step waits for
+# its input.
+stream() {
+  local sets=(--set "data.root=$PWD/.carry/photos" --set model.num_classes=10
+              --set data.val_size=10 --set train.batch_size=256)
+  "$BUILD/vit" data --config configs/imagenet-vit-s16.json "${sets[@]}" --device cuda \
+    --bench "${STREAM_BATCHES:-60}" -q 2>&1 | tee "$LOGS/stream-bench.log"
+  rm -rf /tmp/vit-gpu-stream
+  "$BUILD/vit" train --config configs/imagenet-vit-s16.json "${sets[@]}" --set model.pool=mean \
+    --set train.epochs=200 --set "train.validate_every=${STREAM_STEPS:-60}" \
+    --set train.early_stop_patience=0 --device cuda --out /tmp/vit-gpu-stream \
+    >"$LOGS/stream-train.log" 2>&1 &
+  local pid=$!
+  sleep "${STREAM_SECONDS:-90}"
+  kill -INT "$pid" 2>/dev/null
+  wait "$pid"
+  cp /tmp/vit-gpu-stream/metrics.jsonl "$LOGS/stream-metrics.jsonl" 2>/dev/null
+  grep -E "img/s|peak" "$LOGS/stream-train.log" | tail -4
+}
+
 # The GPU recipe, stopped (as Ctrl-C stops it: a checkpoint and the summary)
 # after CONFIG_LIMIT seconds; CONFIG_SET="key=value ..." overrides its settings.
 config() {
@@ -377,8 +460,9 @@ while [ $# -gt 0 ]; do
     test) step test gpu_tests ;;
     bench) step bench bench ;;
     config) step config config ;;
+    stream) step stream stream ;;
     profile) step profile profile ;;
-    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench config profile)" >&2
+    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench config profile stream)" >&2
        exit 2 ;;
   esac
 done

@@ -1,6 +1,6 @@
 #pragma once
 // One Config struct in four sections. Every field has a default; the JSON keys
-// are the field names (see ../shared/design.md). Reading is strict: unknown
+// are the field names (docs/config.md lists them all). Reading is strict: unknown
 // keys, wrong types and impossible values are errors.
 #include <cstdint>
 #include <iosfwd>

@@ -10,7 +10,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kImageExtensions = {".png", ".jpg", ".jpeg", ".bmp"};
+const std::vector<std::string> kImageExtensions = {".png", ".jpg", ".jpeg", ".bmp", ".webp"};
 
 std::vector<std::string> subfolders(const fs::path& dir) {
   std::vector<std::string> names;
@@ -53,14 +53,15 @@ ImageListing list_image_folder(const fs::path& root, int64_t channels, int64_t s
   listing.classes = subfolders(train_dir);
   if (listing.classes.size() < 2) {
     throw Error(train_dir.string() + ": " + std::to_string(listing.classes.size()) +
-                " class folders, expected at least 2 (root/<class>/*.png|jpg|jpeg|bmp)");
+                " class folders, expected at least 2 (root/<class>/*.png|jpg|jpeg|bmp|webp)");
   }
   std::map<std::string, int64_t> label_of;
   for (size_t k = 0; k < listing.classes.size(); ++k)
     label_of[listing.classes[k]] = static_cast<int64_t>(k);
   add_split(train_dir, label_of, listing.train_files, listing.train_labels);
   if (listing.train_files.empty()) {
-    throw Error(train_dir.string() + ": no .png, .jpg, .jpeg or .bmp images in the class folders");
+    throw Error(train_dir.string() +
+                ": no .png, .jpg, .jpeg, .bmp or .webp images in the class folders");
   }
   if (split_layout) {
     for (const char* name : {"test", "val"}) {

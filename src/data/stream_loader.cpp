@@ -347,8 +347,8 @@ class StreamLoader::Pipeline {
           return buffer;
     }
     auto buffer = torch::empty(shape, torch::TensorOptions(dtype).pinned_memory(pinned));
-    // The batches in flight, and the one or two the consumer holds.
-    if (!pinned && static_cast<int64_t>(buffers_.size()) < s.prefetch_batches + 2)
+    // The batches in flight, and the one the consumer holds.
+    if (!pinned && static_cast<int64_t>(buffers_.size()) < s.prefetch_batches + 1)
       buffers_.push_back(buffer);
     return buffer;
   }

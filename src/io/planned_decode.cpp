@@ -16,6 +16,9 @@ namespace vit::io {
 namespace {
 
 constexpr int64_t kMaxOutSide = 16384;  // as image_io's: far above any model input
+// The largest image decoded: 16384 x 16384, far above any photograph a model
+// reads, and a bound on what a few bytes of header can make us allocate.
+constexpr int64_t kMaxPixels = int64_t{1} << 28;
 
 int reduced_color_flag(int denominator) {
   switch (denominator) {
@@ -113,6 +116,9 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
   const int c = static_cast<int>(channels);
   if (const auto jpeg = read_jpeg_header(data, size)) {
     const int64_t height = jpeg->oriented_height(), width = jpeg->oriented_width();
+    if (height * width > kMaxPixels)
+      throw Error(name + ": a " + std::to_string(width) + "x" + std::to_string(height) +
+                  " JPEG, expected at most " + std::to_string(kMaxPixels) + " pixels");
     const CropResizePlan p = plan(height, width);
     check_plan(p, height, width, name);
     const int denominator = dct_scale_for(p.height, p.width, p.out_height, p.out_width);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <opencv2/imgcodecs.hpp>
 
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
@@ -71,6 +72,28 @@ TEST_F(ImageFolderTest, RejectsUnknownTestClassesAndEmptyFolders) {
   fs::create_directories(root_ / "empty" / "a");
   fs::create_directories(root_ / "empty" / "b");
   EXPECT_THROW(vit::data::load_image_folder(root_ / "empty", 3, 4, options_), vit::Error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ImageFolderWebp, WebpFilesAreImagesToo) {
+  if (!cv::haveImageWriter(".webp")) GTEST_SKIP() << "this OpenCV has no WebP codec";
+  const fs::path root =
+      fs::temp_directory_path() / ("vit_folder_webp_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const char* cls : {"a", "b"}) {
+    fs::create_directories(root / cls);
+    cv::imwrite((root / cls / "x.webp").string(), cv::Mat(6, 9, CV_8UC3, cv::Scalar(10, 20, 30)),
+                {cv::IMWRITE_WEBP_QUALITY, 101});  // above 100: lossless
+  }
+  const auto listing = vit::data::list_image_folder(root, 3, 6);
+  EXPECT_EQ(listing.train_files.size(), 2u);
+  const auto image = vit::io::read_image(listing.train_files[0], 3, 0);
+  EXPECT_EQ(image.sizes(), (std::vector<int64_t>{3, 6, 9}));
+  EXPECT_EQ(image[0][0][0].item<int>(), 30);  // RGB of OpenCV's BGR (10, 20, 30)
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <opencv2/imgcodecs.hpp>
 
 #include "error_of.hpp"
 #include "vit/data/brace_pattern.hpp"
@@ -292,6 +293,31 @@ TEST_F(ShardStreamTest, EvaluationReadsEveryShardInOrder) {
       seen.push_back(i);
   std::iota(expected.begin(), expected.end(), 0);
   EXPECT_EQ(seen, expected);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(ShardStreamTest, ATruncatedJpegInAShardNamesTheShardAndTheSample) {
+  // A shard of one good PNG and one JPEG cut in half.
+  std::vector<uint8_t> jpeg;
+  const auto photo = torch::randint(0, 256, {40, 50, 3}, torch::kUInt8);
+  cv::imencode(".jpg", cv::Mat(40, 50, CV_8UC3, photo.data_ptr<uint8_t>()), jpeg);
+  const fs::path cut = root_ / "cut.jpg";
+  std::ofstream(cut, std::ios::binary)
+      .write(reinterpret_cast<const char*>(jpeg.data()), std::streamsize(jpeg.size() / 2));
+  const auto pattern =
+      vit::data::write_shards({{split_.files[0], 0}, {cut, 1}}, root_ / "bad", "bad", 10);
+  StreamedSplit bad = shards_;
+  bad.shards = {root_ / "bad" / pattern};
+  bad.shard_samples = {2};
+  options_.train = false;
+  options_.batch_size = 2;
+  const StreamLoader loader(bad, options_, settings_);
+  EXPECT_EQ(vit::testing::error_of([&] { loader.batch(0, 0); }),
+            (root_ / "bad" / pattern).string() +
+                ":000000001: cannot decode the JPEG (Premature end of JPEG file)");
 }
 
 }  // namespace

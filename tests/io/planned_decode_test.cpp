@@ -118,8 +118,8 @@ TEST(PlannedDecode, AJpegDecodedAtAQuarterStaysCloseToTheFullDecode) {
 TEST(PlannedDecode, APartialJpegDecodeIsTheWholeDecodeCut) {
   const auto bytes = encoded(photograph_bgr(300, 400, 6), ".jpg");
   const auto plan = box_plan(/*top=*/37, /*left=*/101, /*height=*/150, /*width=*/150, /*out=*/150);
-  const auto image =
-      decode_planned(bytes.data(), bytes.size(), 3, [&](int64_t, int64_t) { return plan; }, "p.jpg");
+  const auto image = decode_planned(
+      bytes.data(), bytes.size(), 3, [&](int64_t, int64_t) { return plan; }, "p.jpg");
   const auto expected = reference(bytes, plan);
   const auto difference = (image.to(torch::kInt32) - expected.to(torch::kInt32)).abs();
   EXPECT_LE(difference.max().item<int>(), 2);
@@ -130,11 +130,29 @@ TEST(PlannedDecode, ATruncatedJpegIsAnErrorNotAGrayFill) {
   const auto bytes = encoded(photograph_bgr(120, 160, 7), ".jpg");
   const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + bytes.size() * 2 / 3);
   EXPECT_EQ(vit::testing::error_of([&] {
-              decode_planned(cut.data(), cut.size(), 3,
-                             [&](int64_t, int64_t) { return box_plan(0, 0, 120, 160, 32); },
-                             "cut.jpg");
+              decode_planned(
+                  cut.data(), cut.size(), 3,
+                  [&](int64_t, int64_t) { return box_plan(0, 0, 120, 160, 32); }, "cut.jpg");
             }),
             "cut.jpg: cannot decode the JPEG (Premature end of JPEG file)");
+}
+
+// A header may claim any size: a few bytes must not make the decoder
+// allocate gigabytes.
+TEST(PlannedDecode, AJpegClaimingAHugeSizeIsRefusedBeforeDecoding) {
+  auto bytes = encoded(photograph_bgr(16, 16, 8), ".jpg");
+  for (size_t i = 2; i + 8 < bytes.size(); ++i)
+    if (bytes[i] == 0xff && bytes[i + 1] == 0xc0) {  // the frame header: height, width
+      bytes[i + 5] = bytes[i + 7] = 0xff;
+      bytes[i + 6] = bytes[i + 8] = 0xf0;
+      break;
+    }
+  EXPECT_EQ(vit::testing::error_of([&] {
+              decode_planned(
+                  bytes.data(), bytes.size(), 3,
+                  [&](int64_t h, int64_t w) { return box_plan(0, 0, h, w, 224); }, "huge.jpg");
+            }),
+            "huge.jpg: a 65520x65520 JPEG, expected at most 268435456 pixels");
 }
 
 TEST(PlannedDecode, TheWindowOfAnEvaluationPlanIsCut) {

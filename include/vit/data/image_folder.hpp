@@ -1,6 +1,6 @@
 #pragma once
 // Users' own images: one folder per class.
-//   root/<class>/*.{png,jpg,jpeg,bmp}                  everything is training data
+//   root/<class>/*.{png,jpg,jpeg,bmp,webp}             everything is training data
 //   root/train/<class>/...  and  root/test/<class>/... (or root/val/...)  for a test split
 // Classes are the sorted names of the training class folders; a test folder
 // may only use those names. Every image is decoded to `channels` x `side` x `side`.
