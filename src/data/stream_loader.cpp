@@ -208,8 +208,9 @@ io::CropResizePlan evaluation_plan(const StreamSettings& settings, int64_t heigh
   return squash_plan(height, width, settings.side);
 }
 
-// A decoded batch: uint8 (rows, C, S, S) on the CPU (pinned for a CUDA
-// device), and its labels.
+// A decoded batch on the CPU, and its labels: uint8 (rows, C, S, S), pinned
+// for a CUDA device, or float and normalised already where the workers
+// normalise (normalize_in_workers_).
 struct StreamLoader::Ready {
   int64_t epoch = 0, step = 0;
   at::Tensor images;
@@ -269,7 +270,7 @@ class StreamLoader::Pipeline {
  private:
   struct Slot {
     int64_t epoch = 0, step = 0;
-    at::Tensor images;                // uint8 (rows, C, S, S)
+    at::Tensor images;                // (rows, C, S, S): see Ready
     std::vector<int64_t> labels;      // per row
     std::vector<std::string> failed;  // per row: the error of an image that did not decode
     int64_t remaining = 0;            // rows still decoding

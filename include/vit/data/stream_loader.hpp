@@ -1,9 +1,11 @@
 #pragma once
 // Batches read from disk every epoch: the images of a StreamedSplit (files or
-// WebDataset shards) are decoded and cropped on a pool of threads, a few
-// batches ahead of the trainer, and handed over as ready uint8 batches; the
-// batch augmentation (flip, RandAugment, mixup/CutMix) and the normalisation
-// then run on the device, as in the in-memory path (data/loader).
+// WebDataset shards) are decoded, cropped and flipped on a pool of threads, a
+// few batches ahead of the trainer. On CUDA they are handed over as uint8
+// batches in pinned memory, copied without blocking, and normalised on the
+// GPU; on the CPU the workers normalise too, unless the batch stage needs the
+// pixels. RandAugment, mixup/CutMix and random erasing run on the whole
+// batch, on the device, as in the in-memory path (data/loader).
 //
 // - Memory is bounded by the batches in flight (data.prefetch_batches, and
 //   for shards data.shuffle_buffer encoded samples), not by the dataset.
