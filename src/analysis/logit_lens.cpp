@@ -43,7 +43,7 @@ std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStre
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> logits;
   for (const auto& layer : stream.layers)
-    logits.push_back(model->classify(layer));  // (B, K)
+    logits.push_back(model->forward_head(layer));  // (B, K)
   return logits;
 }
 

@@ -8,17 +8,38 @@
 namespace vit {
 namespace {
 
-BlockImpl& block_at(VisionTransformer& model, int64_t index) {
-  return *model->blocks[static_cast<size_t>(index)]->as<Block>();
-}
+// Keeps the stream after each block, and its merged heads when asked.
+class StreamRecorder : public BlockVisitor {
+ public:
+  StreamRecorder(ResidualStream& stream, bool with_heads)
+      : stream_(stream), with_heads_(with_heads) {}
+  void before(int64_t, AttentionCall& call, BlockSkip&) override {
+    call.head_outputs = with_heads_;
+  }
+  void after(int64_t, BlockResult& result) override {
+    stream_.layers.push_back(result.out);                        // (B, N, D)
+    if (with_heads_) stream_.heads.push_back(result.heads);      // (B, N, I)
+  }
 
-// The explicit softmax path: the probabilities are asked for (and dropped), so
-// the attention is computed exactly as the other analyses see it.
-AttentionCall explicit_call() {
-  AttentionCall call;
-  call.probabilities = true;
-  return call;
-}
+ private:
+  ResidualStream& stream_;
+  bool with_heads_;
+};
+
+// Applies one ablation in its block.
+class AblationEdit : public BlockVisitor {
+ public:
+  explicit AblationEdit(const BlockAblation& ablation) : ablation_(ablation) {}
+  void before(int64_t layer, AttentionCall& call, BlockSkip& skip) override {
+    if (layer != ablation_.block) return;
+    call.removed_head = ablation_.head;
+    call.removed_value = ablation_.head_value;
+    skip = ablation_.skip;
+  }
+
+ private:
+  const BlockAblation& ablation_;
+};
 
 }  // namespace
 
@@ -26,17 +47,11 @@ ResidualStream residual_stream(VisionTransformer& model, const at::Tensor& input
                                bool with_heads) {
   torch::NoGradGuard no_grad;
   ResidualStream stream;
-  auto x = model->embed(inputs.to(torch::kFloat));  // (B, N, D)
-  stream.layers.push_back(x);
-  AttentionCall call = explicit_call();
-  call.head_outputs = with_heads;
-  const auto depth = static_cast<int64_t>(model->blocks->size());
-  for (int64_t l = 0; l < depth; ++l) {
-    BlockResult r = block_at(model, l).run(x, call);
-    x = r.out;
-    stream.layers.push_back(x);
-    if (with_heads) stream.heads.push_back(r.heads);  // (B, N, I)
-  }
+  StreamRecorder recorder(stream, with_heads);
+  stream.layers.push_back(model->embed(inputs.to(torch::kFloat)));  // (B, N, D)
+  BlockPass pass;
+  pass.visitor = &recorder;
+  model->forward_blocks(stream.layers.front(), pass);
   return stream;
 }
 
@@ -50,13 +65,11 @@ at::Tensor logits_after(VisionTransformer& model, const at::Tensor& before,
   if (ablation.head >= model->config().heads)
     throw Error("ablation: head " + std::to_string(ablation.head) + ", expected 0.." +
                 std::to_string(model->config().heads - 1));
-  AttentionCall edited = explicit_call();
-  edited.removed_head = ablation.head;
-  edited.removed_value = ablation.head_value;
-  auto x = block_at(model, ablation.block).run(before, edited, ablation.skip).out;
-  for (int64_t l = ablation.block + 1; l < depth; ++l)
-    x = block_at(model, l).run(x, explicit_call()).out;
-  return model->classify(x);  // (B, K)
+  AblationEdit edit(ablation);
+  BlockPass pass;
+  pass.first = ablation.block;
+  pass.visitor = &edit;
+  return model->forward_head(model->forward_blocks(before, pass));  // (B, K)
 }
 
 }  // namespace vit

@@ -395,37 +395,88 @@ torch::Tensor VisionTransformerImpl::pool(const torch::Tensor& tokens) {
                                   : tokens.select(/*dim=*/1, /*index=*/0);        // (B, D)
 }
 
-torch::Tensor VisionTransformerImpl::classify(const torch::Tensor& tokens) {
+torch::Tensor VisionTransformerImpl::forward_head(const torch::Tensor& tokens) {
   return linear(head, pool(normalized(norm, tokens)));  // (B, N, D) -> (B, D) -> (B, K)
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
-  auto x = embed(images);    // (B, N, D)
+  BlockPass pass;
+  pass.head_rows_only = true;
+  return forward_head(forward_features(images, pass));
+}
+
+torch::Tensor VisionTransformerImpl::forward_features(const torch::Tensor& images,
+                                                      const BlockPass& pass) {
+  return forward_blocks(embed(images), pass);
+}
+
+BlockImpl& VisionTransformerImpl::block(int64_t index) {
+  return *blocks[static_cast<size_t>(index)]->as<Block>();
+}
+
+torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const BlockPass& pass) {
+  const auto depth = static_cast<int64_t>(blocks->size());
+  if (pass.first < 0 || pass.first > depth)
+    throw Error("forward_blocks: first block " + std::to_string(pass.first) +
+                                ", expected 0.." + std::to_string(depth));
+  return pass.visitor ? run_visited_blocks(std::move(tokens), pass)
+                      : run_fused_blocks(std::move(tokens), pass);
+}
+
+// x = x + attn(norm1(x)); x = x + mlp(norm2(x)), block after block, with each
+// block's last residual add and the next block's norm1 in one pass
+// (BlockNorms, kernels/residual_norm).
+torch::Tensor VisionTransformerImpl::run_fused_blocks(torch::Tensor x, const BlockPass& pass) {
+  const auto depth = static_cast<int64_t>(blocks->size());
   torch::Tensor normalized;  // the next block's norm1(x), from the block before
-  for (size_t i = 0; i < blocks->size(); ++i) {
+  for (int64_t i = pass.first; i < depth; ++i) {
     AttentionCall call;
-    // The head reads the class token alone: the last block computes no other row.
-    const bool last = i + 1 == blocks->size();
-    if (last && cfg_.pool == Pool::kCls) call.queries = AttentionCall::Queries::kClassToken;
-    BlockNorms norms{normalized, last ? nullptr : blocks[i + 1]->as<Block>()->norm1};
-    auto r = blocks[i]->as<Block>()->run(x, call, {}, norms);
-    x = r.out;  // (B, N, D), the last (B, 1, D)
+    const bool last = i + 1 == depth;
+    if (last && pass.head_rows_only && cfg_.pool == Pool::kCls)
+      call.queries = AttentionCall::Queries::kClassToken;
+    BlockNorms norms{normalized, last ? nullptr : block(i + 1).norm1};
+    auto r = block(i).run(x, call, {}, norms);
+    x = r.out;  // (B, N, D), or (B, 1, D) for the class token alone
     normalized = r.normalized_out;
   }
-  return classify(x);
+  return x;
 }
+
+// The same blocks, each on the explicit path, with the visitor around it.
+torch::Tensor VisionTransformerImpl::run_visited_blocks(torch::Tensor x, const BlockPass& pass) {
+  const auto depth = static_cast<int64_t>(blocks->size());
+  for (int64_t i = pass.first; i < depth; ++i) {
+    AttentionCall call;
+    call.probabilities = true;
+    BlockSkip skip;
+    pass.visitor->before(i, call, skip);
+    BlockResult r = block(i).run(x, std::move(call), skip);
+    pass.visitor->after(i, r);
+    x = r.out;  // (B, N, D)
+  }
+  return x;
+}
+
+namespace {
+
+// Keeps every block's attention probabilities.
+class AttentionRecorder : public BlockVisitor {
+ public:
+  explicit AttentionRecorder(std::vector<torch::Tensor>& out) : out_(out) {}
+  void after(int64_t, BlockResult& result) override { out_.push_back(result.probabilities); }
+
+ private:
+  std::vector<torch::Tensor>& out_;
+};
+
+}  // namespace
 
 LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Tensor& images) {
   LogitsAndAttention out;
-  auto x = embed(images);
-  AttentionCall call;
-  call.probabilities = true;
-  for (const auto& block : *blocks) {
-    BlockResult r = block->as<Block>()->run(x, call);
-    x = r.out;
-    out.attention.push_back(r.probabilities);
-  }
-  out.logits = classify(x);
+  AttentionRecorder recorder(out.attention);
+  BlockPass pass;
+  pass.visitor = &recorder;
+  out.logits = forward_head(forward_features(images, pass));
   return out;
 }
 

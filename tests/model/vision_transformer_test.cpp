@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "vit/error.hpp"
 #include "vit/train/precision.hpp"
 
 namespace vit {
@@ -317,7 +318,7 @@ TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
               call.queries = AttentionCall::Queries::kClassToken;
             x = model->blocks[i]->as<Block>()->run(x, call).out;
           }
-          logits = model->classify(x);
+          logits = model->forward_head(x);
         }
         auto grads = torch::autograd::grad({torch::cross_entropy_loss(logits, labels)}, params);
         grads.insert(grads.begin(), logits.detach());
@@ -332,6 +333,83 @@ TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
       }
     }
   }
+}
+
+TEST(VisionTransformer, ForwardIsTheHeadOfTheFeatures) {
+  torch::manual_seed(0);
+  for (const Pool pool : {Pool::kCls, Pool::kMean}) {
+    auto cfg = small_config();
+    cfg.pool = pool;
+    VisionTransformer model(cfg);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    const auto images = torch::randn({2, 3, 16, 16});
+    const auto features = model->forward_features(images);
+    EXPECT_EQ(features.sizes(), (std::vector<int64_t>{2, 17, 32}));  // every token by default
+    const auto logits = model->forward(images);
+    EXPECT_TRUE(torch::allclose(model->forward_head(features), logits, 1e-5, 1e-5));
+    // forward_blocks from a middle block goes on from the stream there.
+    BlockPass first_only;
+    const auto after_first =
+        model->blocks[0]->as<Block>()->forward(model->embed(images));  // (2, 17, 32)
+    first_only.first = 1;
+    EXPECT_TRUE(torch::allclose(model->forward_blocks(after_first, first_only), features, 1e-5,
+                                1e-5));
+    // From the end: nothing runs.
+    first_only.first = 2;
+    EXPECT_TRUE(torch::equal(model->forward_blocks(features, first_only), features));
+    first_only.first = 3;
+    EXPECT_THROW(model->forward_blocks(features, first_only), Error);
+  }
+}
+
+// A visitor that sees each block, and can edit one.
+class CountingVisitor : public BlockVisitor {
+ public:
+  void before(int64_t layer, AttentionCall& call, BlockSkip& skip) override {
+    befores.push_back(layer);
+    EXPECT_TRUE(call.probabilities);  // the explicit path
+    if (layer == skip_mlp_of) skip.mlp = true;
+  }
+  void after(int64_t layer, BlockResult& result) override {
+    afters.push_back(layer);
+    EXPECT_EQ(result.probabilities.size(-1), 17);
+    if (layer == zero_out_of) result.out = torch::zeros_like(result.out);
+  }
+  std::vector<int64_t> befores, afters;
+  int64_t skip_mlp_of = -1, zero_out_of = -1;
+};
+
+TEST(VisionTransformer, AVisitorSeesEveryBlockAndItsEditsCarryOn) {
+  torch::manual_seed(0);
+  VisionTransformer model(small_config());
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto images = torch::randn({2, 3, 16, 16});
+  const auto plain = model->forward_features(images);
+
+  CountingVisitor watching;
+  BlockPass pass;
+  pass.visitor = &watching;
+  EXPECT_TRUE(torch::allclose(model->forward_features(images, pass), plain, 1e-5, 1e-5));
+  EXPECT_EQ(watching.befores, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(watching.afters, (std::vector<int64_t>{0, 1}));
+
+  // A replaced output is what the next block reads: block 1 on zeros.
+  CountingVisitor zeroing;
+  zeroing.zero_out_of = 0;
+  pass.visitor = &zeroing;
+  const auto from_zeros = model->blocks[1]->as<Block>()->forward(torch::zeros({2, 17, 32}));
+  EXPECT_TRUE(torch::allclose(model->forward_features(images, pass), from_zeros, 1e-5, 1e-5));
+
+  // A skip in the last block: its output is the attention's residual sum alone.
+  CountingVisitor skipping;
+  skipping.skip_mlp_of = 1;
+  pass.visitor = &skipping;
+  auto& last = *model->blocks[1]->as<Block>();
+  const auto entering = model->blocks[0]->as<Block>()->forward(model->embed(images));
+  const auto expected = entering + last.attn->forward(last.norm1(entering));
+  EXPECT_TRUE(torch::allclose(model->forward_features(images, pass), expected, 1e-5, 1e-5));
 }
 
 TEST(VisionTransformer, EvalOutputsSurviveSaveAndLoad) {

@@ -35,7 +35,7 @@ struct LensResult {
   TokenNormSummary norms;
 };
 
-// Each layer's logits (B,K) of one stream: the model's classify on every layer.
+// Each layer's logits (B,K) of one stream: the model's forward_head on every layer.
 std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStream& stream);
 
 // The lens over every image of `images`; `labels` int64 (n) gives the

@@ -1,6 +1,6 @@
 #pragma once
 // The residual stream between blocks, read and changed without hooks: the
-// analyses run the blocks themselves, through BlockImpl::run, with the
+// model's own block loop runs with a BlockVisitor (forward_blocks), on the
 // explicit attention (never a fused kernel), in the model's eval mode.
 //
 // Layer l (0 <= l <= L) is the stream after block l; layer 0 is the patch

@@ -167,23 +167,57 @@ struct LogitsAndAttention {
   std::vector<torch::Tensor> attention;  // one (B,H,N,N) per layer, rows sum to 1
 };
 
+// What an analysis reads or changes while the blocks run: the model's one
+// block loop (VisionTransformerImpl::forward_blocks) calls it around each
+// block, so no analysis writes a loop of its own.
+class BlockVisitor {
+ public:
+  virtual ~BlockVisitor() = default;
+  // Before block `layer`: its attention call and skips, to change. They come
+  // set to the explicit softmax with its probabilities (fp32, never a fused
+  // kernel), nothing removed or skipped.
+  virtual void before(int64_t /*layer*/, AttentionCall& /*call*/, BlockSkip& /*skip*/) {}
+  // After it: what it returned. `result.out` may be replaced (patching); the
+  // next block reads whatever is there.
+  virtual void after(int64_t /*layer*/, BlockResult& /*result*/) {}
+};
+
+// How forward_blocks runs.
+struct BlockPass {
+  // The first block to run; the tokens given are the stream that enters it
+  // (layer `first`).
+  int64_t first = 0;
+  // Analyses: called around each block, on the explicit path. nullptr: the
+  // fast path, with the fused kernels between blocks.
+  BlockVisitor* visitor = nullptr;
+  // The last block computes only the rows the head reads: with pool "cls",
+  // the class token alone (B,1,D), for about 3/4 less of its work. The fast
+  // path only.
+  bool head_rows_only = false;
+};
+
+// The model as timm writes it: forward_head(forward_features(images)).
 class VisionTransformerImpl : public torch::nn::Module {
  public:
   explicit VisionTransformerImpl(const ModelConfig& cfg);
-  // (B,C,S,S) -> (B,K). With pool "cls" the last block computes the class
-  // token alone, the one token the head reads: the same logits and gradients
-  // as the full block, for about 3/4 less of its work.
+  // (B,C,S,S) -> (B,K): forward_head(forward_features(images)), the last
+  // block computing only the rows the head reads: the same logits and
+  // gradients as the full block.
   torch::Tensor forward(const torch::Tensor& images);
+  // The embeddings and every block: (B,C,S,S) -> (B,N,D), before the final norm.
+  torch::Tensor forward_features(const torch::Tensor& images, const BlockPass& pass = {});
+  // The final norm, the pooling and the head: (B,N,D) -> (B,K)
+  torch::Tensor forward_head(const torch::Tensor& tokens);
+  // The logits and every layer's attention probabilities, in one explicit pass.
   LogitsAndAttention forward_with_attention(const torch::Tensor& images);
   const ModelConfig& config() const { return cfg_; }
 
-  // The pieces of forward, for the analyses that read or change the residual
-  // stream between blocks (they run the blocks themselves, through
-  // BlockImpl::run):
+  // The pieces of forward_features:
   torch::Tensor embed(const torch::Tensor& images);  // (B,C,S,S) -> (B,N,D): layer 0
-  torch::Tensor pool(const torch::Tensor& tokens);   // (B,N,D) -> (B,D): what the head reads
-  // The final norm, the pooling and the head: (B,N,D) -> (B,K)
-  torch::Tensor classify(const torch::Tensor& tokens);
+  // The blocks from pass.first on: (B,N,D), the stream entering block
+  // pass.first -> the stream after the last block.
+  torch::Tensor forward_blocks(torch::Tensor tokens, const BlockPass& pass = {});
+  torch::Tensor pool(const torch::Tensor& tokens);  // (B,N,D) -> (B,D): what the head reads
 
   PatchEmbed patch_embed{nullptr};
   torch::Tensor cls_token, pos_embed;  // (1,1,D), (1,N,D)
@@ -194,6 +228,9 @@ class VisionTransformerImpl : public torch::nn::Module {
 
  private:
   void init_weights();
+  torch::Tensor run_fused_blocks(torch::Tensor x, const BlockPass& pass);
+  torch::Tensor run_visited_blocks(torch::Tensor x, const BlockPass& pass);
+  BlockImpl& block(int64_t index);
   ModelConfig cfg_;
 };
 TORCH_MODULE(VisionTransformer);
