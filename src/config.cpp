@@ -16,63 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-// The names of each enum setting, in the order the errors list them.
-template <typename E>
-struct EnumNames;
-template <>
-struct EnumNames<Pool> {
-  static constexpr std::pair<Pool, const char*> table[] = {{Pool::kCls, "cls"},
-                                                           {Pool::kMean, "mean"}};
-};
-template <>
-struct EnumNames<Precision> {
-  static constexpr std::pair<Precision, const char*> table[] = {{Precision::kAuto, "auto"},
-                                                                {Precision::kFp32, "fp32"},
-                                                                {Precision::kBf16, "bf16"},
-                                                                {Precision::kFp16, "fp16"}};
-};
-template <>
-struct EnumNames<DatasetKind> {
-  static constexpr std::pair<DatasetKind, const char*> table[] = {
-      {DatasetKind::kCifar10, "cifar10"},
-      {DatasetKind::kCifar100, "cifar100"},
-      {DatasetKind::kMnist, "mnist"},
-      {DatasetKind::kFashionMnist, "fashion-mnist"},
-      {DatasetKind::kTinyImagenet, "tiny-imagenet"},
-      {DatasetKind::kImageFolder, "image-folder"},
-      {DatasetKind::kSynthetic, "synthetic"},
-      {DatasetKind::kWebdataset, "webdataset"}};
-};
-template <>
-struct EnumNames<StreamMode> {
-  static constexpr std::pair<StreamMode, const char*> table[] = {
-      {StreamMode::kAuto, "auto"}, {StreamMode::kOn, "true"}, {StreamMode::kOff, "false"}};
-};
-
-template <typename E>
-const char* enum_name(E value) {
-  for (const auto& [v, name] : EnumNames<E>::table)
-    if (v == value) return name;
-  return "?";
-}
-
-template <typename E>
-std::string enum_choices() {
-  std::string out;
-  for (const auto& [v, name] : EnumNames<E>::table)
-    out += (out.empty() ? "" : " | ") + std::string(name);
-  return out;
-}
-
-// The value `name` stands for; the same error that validate() gives a bad
-// choice of a string setting.
-template <typename E>
-E enum_named(const std::string& name, const std::string& key) {
-  for (const auto& [v, n] : EnumNames<E>::table)
-    if (name == n) return v;
-  throw Error("invalid config: " + key + " is '" + name + "', expected " + enum_choices<E>());
-}
-
 // A setting as JSON: enums by their names, data.stream as "auto" or a
 // boolean, and an unset random_resized_crop as null.
 template <typename T>
@@ -134,7 +77,8 @@ void for_each_field(C& c, F&& f) {
   f("data.std", d.std, "per-channel standard deviation, > 0; default per dataset");
   f("data.augment.crop_padding", d.augment.crop_padding,
     "pixels padded before a random crop, below image_size; 0 = off");
-  f("data.augment.padding_mode", d.augment.padding_mode, "zeros | reflect");
+  f("data.augment.padding_mode", d.augment.padding_mode,
+    "what fills the padding of the random crop: zeros, or the image reflected");
   f("data.augment.random_resized_crop", d.augment.random_resized_crop,
     "torchvision's RandomResizedCrop from the original image (scale: share of its area; ratio: "
     "width / height); replaces crop_padding; always streams; null = off; {} = the defaults "
@@ -196,7 +140,7 @@ void for_each_field(C& c, F&& f) {
   f("train.eval_batch_size", t.eval_batch_size,
     "images per validation or test batch; 0 = 2 x batch_size");
   f("train.epochs", t.epochs, "most epochs to train");
-  f("train.optimizer", t.optimizer, "adamw | sgd (with momentum)");
+  f("train.optimizer", t.optimizer, "the update rule: AdamW, or SGD with momentum");
   f("train.lr", t.lr, "peak learning rate, after the warmup, > 0");
   f("train.min_lr", t.min_lr, "floor of the cosine decay, 0..lr");
   f("train.momentum", t.momentum, "SGD's momentum, [0, 1)");
@@ -239,13 +183,13 @@ void for_each_field(C& c, F&& f) {
     "layer-wise learning-rate decay, lr x decay^(depth + 1 - layer), (0, 1]; 1 = off");
   f("train.head_lr_scale", t.head_lr_scale, "the head's learning rate is lr x this, > 0");
   f("train.dist_backend", t.dist_backend,
-    "under torchrun: auto (nccl on CUDA, gloo on the CPU) | gloo | nccl");
+    "the collectives' backend under torchrun; auto: nccl on CUDA, gloo on the CPU");
   f("train.dist_timeout_s", t.dist_timeout_s,
     "a collective that waits longer fails (a rank died), seconds, > 0");
   f("train.dist_bucket_mb", t.dist_bucket_mb, "gradient all-reduce bucket in MiB, > 0");
 
   auto& a = c.analysis;
-  f("analysis.head_fusion", a.head_fusion, "rollout: how heads combine, mean | max | min");
+  f("analysis.head_fusion", a.head_fusion, "rollout: how a layer's heads combine");
   f("analysis.discard_ratio", a.discard_ratio,
     "rollout: fraction of the weakest patch links dropped per layer, [0, 1)");
   f("analysis.rollout_samples", a.rollout_samples,
@@ -433,6 +377,17 @@ void check_all_keys(const json& j) {
   check_known_keys(j, "", std::set<std::string>(paths.begin(), paths.end()), section_paths());
 }
 
+// train.freeze's forms; nullopt: none of them.
+std::optional<FreezePlan> parsed_freeze(const std::string& freeze) {
+  if (freeze == "none") return FreezePlan{};
+  if (freeze == "backbone") return FreezePlan{FreezePlan::Kind::kBackbone, 0};
+  const bool digits =
+      !freeze.empty() && freeze.size() <= 7 &&
+      std::all_of(freeze.begin(), freeze.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits) return std::nullopt;
+  return FreezePlan{FreezePlan::Kind::kBlocks, std::stoll(freeze)};
+}
+
 void require(bool ok, const std::string& message) {
   if (!ok) throw Error("invalid config: " + message);
 }
@@ -441,39 +396,12 @@ std::string quoted(const std::string& s) {
   return "'" + s + "'";
 }
 
-bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
-  return std::any_of(choices.begin(), choices.end(), [&](const char* c) { return value == c; });
-}
-
-std::string join(std::initializer_list<const char*> choices) {
-  std::string out;
-  for (const char* c : choices)
-    out += (out.empty() ? "" : " | ") + std::string(c);
-  return out;
-}
-
-void require_choice(const std::string& path, const std::string& value,
-                    std::initializer_list<const char*> choices) {
-  require(one_of(value, choices), path + " is " + quoted(value) + ", expected " + join(choices));
-}
-
 // An integer in [low, high]; `note` says what the bounds mean where it helps.
 void require_range(const std::string& path, int64_t value, int64_t low, int64_t high,
                    const std::string& note = "") {
   require(value >= low && value <= high, path + " is " + std::to_string(value) + ", expected " +
                                              std::to_string(low) + ".." + std::to_string(high) +
                                              note);
-}
-
-// The syntax resolve_device() accepts: auto | cpu | cuda | cuda:N (N of 1 to 4 digits).
-// Whether the device exists is checked when a command picks it.
-bool is_device_spec(const std::string& spec) {
-  if (spec == "auto" || spec == "cpu" || spec == "cuda") return true;
-  const std::string prefix = "cuda:";
-  if (spec.compare(0, prefix.size(), prefix) != 0) return false;
-  const std::string index = spec.substr(prefix.size());
-  return !index.empty() && index.size() <= 4 &&
-         std::all_of(index.begin(), index.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 void require_fraction(const std::string& path, double value, bool allow_one) {
@@ -576,7 +504,6 @@ void validate_data(const DataConfig& d, const ModelConfig& m) {
   // wide would crop mostly black squares.
   require_range("data.augment.crop_padding", a.crop_padding, 0, m.image_size - 1,
                 " (below model.image_size)");
-  require_choice("data.augment.padding_mode", a.padding_mode, {"zeros", "reflect"});
   require(a.randaugment_ops >= 0, "data.augment.randaugment_ops is " +
                                       std::to_string(a.randaugment_ops) + ", expected >= 0");
   require(a.randaugment_magnitude >= 0 && a.randaugment_magnitude <= 30,
@@ -607,7 +534,6 @@ void validate_train(const TrainConfig& t) {
   require(t.eval_batch_size >= 0,
           "train.eval_batch_size is " + std::to_string(t.eval_batch_size) + ", expected >= 0");
   require(t.epochs > 0, "train.epochs is " + std::to_string(t.epochs) + ", expected > 0");
-  require_choice("train.optimizer", t.optimizer, {"adamw", "sgd"});
   require(t.lr > 0, "train.lr is " + std::to_string(t.lr) + ", expected > 0");
   require(t.min_lr >= 0 && t.min_lr <= t.lr,
           "train.min_lr is " + std::to_string(t.min_lr) + ", expected 0 <= min_lr <= lr");
@@ -638,7 +564,6 @@ void validate_train(const TrainConfig& t) {
           "train.layer_decay is " + std::to_string(t.layer_decay) + ", expected (0, 1] (1 = off)");
   require(t.head_lr_scale > 0,
           "train.head_lr_scale is " + std::to_string(t.head_lr_scale) + ", expected > 0");
-  require_choice("train.dist_backend", t.dist_backend, {"auto", "gloo", "nccl"});
   require(t.dist_timeout_s > 0,
           "train.dist_timeout_s is " + std::to_string(t.dist_timeout_s) + ", expected > 0");
   require(t.dist_bucket_mb > 0,
@@ -647,19 +572,14 @@ void validate_train(const TrainConfig& t) {
 
 // "none", "backbone" or a block count 0..depth.
 void validate_freeze(const std::string& freeze, int64_t depth) {
-  const std::string expected =
-      ", expected none | backbone | N (freeze the embeddings and the "
-      "first N blocks, 0.." +
-      std::to_string(depth) + ")";
-  if (freeze == "none" || freeze == "backbone") return;
-  const bool digits =
-      !freeze.empty() && freeze.size() <= 7 &&
-      std::all_of(freeze.begin(), freeze.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-  require(digits && std::stoll(freeze) <= depth, "train.freeze is " + quoted(freeze) + expected);
+  const auto plan = parsed_freeze(freeze);
+  require(plan && (plan->kind != FreezePlan::Kind::kBlocks || plan->blocks <= depth),
+          "train.freeze is " + quoted(freeze) +
+              ", expected none | backbone | N (freeze the embeddings and the first N blocks, 0.." +
+              std::to_string(depth) + ")");
 }
 
 void validate_analysis(const AnalysisConfig& a) {
-  require_choice("analysis.head_fusion", a.head_fusion, {"mean", "max", "min"});
   require_fraction("analysis.discard_ratio", a.discard_ratio, false);
   require(a.rollout_samples > 0,
           "analysis.rollout_samples is " + std::to_string(a.rollout_samples) + ", expected > 0");
@@ -672,7 +592,7 @@ void validate_analysis(const AnalysisConfig& a) {
 void Config::validate() const {
   require(!name.empty(), "name is empty, expected a run name such as \"cifar10\"");
   require_range("threads", threads, 0, kMaxThreads, " (0 = all cores)");
-  require(is_device_spec(device),
+  require(device_choice(device).has_value(),
           "device is " + quoted(device) + ", expected auto | cpu | cuda | cuda:N");
   validate_model(model);
   validate_data(data, model);
@@ -902,6 +822,26 @@ std::ostream& operator<<(std::ostream& out, DatasetKind dataset) {
 
 Precision precision_named(const std::string& name, const std::string& key) {
   return enum_named<Precision>(name, key);
+}
+
+FreezePlan freeze_plan(const std::string& freeze) {
+  const auto plan = parsed_freeze(freeze);
+  if (!plan) throw Error("train.freeze is '" + freeze + "', expected none | backbone | N");
+  return *plan;
+}
+
+std::optional<DeviceChoice> device_choice(const std::string& spec) {
+  if (spec == "auto") return DeviceChoice{};
+  if (spec == "cpu") return DeviceChoice{DeviceChoice::Kind::kCpu, 0};
+  if (spec == "cuda") return DeviceChoice{DeviceChoice::Kind::kCuda, 0};
+  const std::string prefix = "cuda:";
+  if (spec.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  const std::string index = spec.substr(prefix.size());
+  const bool digits =
+      !index.empty() && index.size() <= 4 &&
+      std::all_of(index.begin(), index.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits) return std::nullopt;
+  return DeviceChoice{DeviceChoice::Kind::kCuda, std::stoi(index)};
 }
 
 }  // namespace vit

@@ -1,11 +1,11 @@
 #include "vit/device.hpp"
 
-#include <regex>
 #include <thread>
 
 #include <torch/torch.h>
 
 #include "vit/build_features.hpp"
+#include "vit/config.hpp"
 #include "vit/error.hpp"
 
 #if VIT_WITH_CUDA
@@ -16,22 +16,25 @@ namespace vit {
 
 c10::Device resolve_device(const std::string& spec) {
   const bool has_cuda = torch::cuda::is_available();
-  if (spec == "auto") return has_cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-  if (spec == "cpu") return c10::Device(c10::kCPU);
-  static const std::regex cuda_pattern(R"(cuda(?::(\d{1,4}))?)");
-  std::smatch match;
-  if (!std::regex_match(spec, match, cuda_pattern))
-    throw Error("--device '" + spec + "': expected auto | cpu | cuda | cuda:N");
+  const auto choice = device_choice(spec);
+  if (!choice) throw Error("--device '" + spec + "': expected auto | cpu | cuda | cuda:N");
+  switch (choice->kind) {
+    case DeviceChoice::Kind::kAuto:
+      return has_cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+    case DeviceChoice::Kind::kCpu:
+      return c10::Device(c10::kCPU);
+    case DeviceChoice::Kind::kCuda:
+      break;
+  }
   if (!has_cuda)
     throw Error(
         "--device " + spec +
         ": CUDA is not available (this LibTorch build or machine has no GPU); use --device cpu");
-  const int index = match[1].matched ? std::stoi(match[1].str()) : 0;
   const auto count = static_cast<int>(torch::cuda::device_count());
-  if (index >= count)
-    throw Error("--device " + spec + ": there is no CUDA device " + std::to_string(index) +
+  if (choice->index >= count)
+    throw Error("--device " + spec + ": there is no CUDA device " + std::to_string(choice->index) +
                 " (found " + std::to_string(count) + ")");
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(choice->index));
 }
 
 std::string device_spec(const std::string& flag, const std::string& configured) {
@@ -39,7 +42,8 @@ std::string device_spec(const std::string& flag, const std::string& configured) 
 }
 
 bool is_auto_device(const std::string& spec) {
-  return spec == "auto";
+  const auto choice = device_choice(spec);
+  return choice && choice->kind == DeviceChoice::Kind::kAuto;
 }
 
 int set_threads(int64_t requested) {

@@ -137,8 +137,6 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
        "data.augment.crop_padding is -1, expected 0..31 (below model.image_size)"},
       {"data.augment.crop_padding=32",
        "data.augment.crop_padding is 32, expected 0..31 (below model.image_size)"},
-      {"data.augment.padding_mode=edge",
-       "data.augment.padding_mode is 'edge', expected zeros | reflect"},
       {"data.augment.randaugment_ops=-1", "data.augment.randaugment_ops is -1, expected >= 0"},
       {"data.augment.randaugment_magnitude=31",
        "data.augment.randaugment_magnitude is 31.000000, expected 0..30"},
@@ -154,7 +152,6 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"train.batch_size=0", "train.batch_size is 0, expected > 0"},
       {"train.eval_batch_size=-1", "train.eval_batch_size is -1, expected >= 0"},
       {"train.epochs=0", "train.epochs is 0, expected > 0"},
-      {"train.optimizer=adam", "train.optimizer is 'adam', expected adamw | sgd"},
       {"train.lr=0", "train.lr is 0.000000, expected > 0"},
       {"train.lr=-0.1", "train.lr is -0.100000, expected > 0"},
       {"train.min_lr=0.01", "train.min_lr is 0.010000, expected 0 <= min_lr <= lr"},
@@ -189,8 +186,6 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
        "train.freeze is '99999999999', expected none | backbone | N "
        "(freeze the embeddings and the first N blocks, 0..6)"},
 
-      {"analysis.head_fusion=median",
-       "analysis.head_fusion is 'median', expected mean | max | min"},
       {"analysis.discard_ratio=1",
        "analysis.discard_ratio is 1.000000, expected a value in [0, 1)"},
       {"analysis.rollout_samples=0", "analysis.rollout_samples is 0, expected > 0"},
@@ -214,6 +209,14 @@ TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
   EXPECT_EQ(error_of([&] { apply_override(c, "data.dataset=imagenet"); }),
             "invalid config: data.dataset is 'imagenet', expected cifar10 | cifar100 | mnist | "
             "fashion-mnist | tiny-imagenet | image-folder | synthetic | webdataset");
+  EXPECT_EQ(error_of([&] { apply_override(c, "data.augment.padding_mode=edge"); }),
+            "invalid config: data.augment.padding_mode is 'edge', expected zeros | reflect");
+  EXPECT_EQ(error_of([&] { apply_override(c, "train.optimizer=adam"); }),
+            "invalid config: train.optimizer is 'adam', expected adamw | sgd");
+  EXPECT_EQ(error_of([&] { apply_override(c, "train.dist_backend=mpi"); }),
+            "invalid config: train.dist_backend is 'mpi', expected auto | gloo | nccl");
+  EXPECT_EQ(error_of([&] { apply_override(c, "analysis.head_fusion=median"); }),
+            "invalid config: analysis.head_fusion is 'median', expected mean | max | min");
   EXPECT_EQ(error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
             "test.json: invalid config: model.pool is 'CLS', expected cls | mean");
   EXPECT_EQ(error_of([] { from(R"({"train": {"precision": 16}})"); }),
@@ -221,6 +224,14 @@ TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
   apply_override(c, "train.precision=bf16");
   apply_override(c, "model.pool=mean");
   apply_override(c, "data.dataset=tiny-imagenet");
+  apply_override(c, "data.augment.padding_mode=reflect");
+  apply_override(c, "train.optimizer=sgd");
+  apply_override(c, "train.dist_backend=nccl");
+  apply_override(c, "analysis.head_fusion=min");
+  EXPECT_EQ(c.data.augment.padding_mode, PaddingMode::kReflect);
+  EXPECT_EQ(c.train.optimizer, OptimizerRule::kSgd);
+  EXPECT_EQ(c.train.dist_backend, DistBackend::kNccl);
+  EXPECT_EQ(c.analysis.head_fusion, HeadFusion::kMin);
   EXPECT_EQ(c.train.precision, Precision::kBf16);
   EXPECT_EQ(c.model.pool, Pool::kMean);
   EXPECT_EQ(c.data.dataset, DatasetKind::kTinyImagenet);

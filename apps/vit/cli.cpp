@@ -38,16 +38,13 @@ void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoin
       ->transform(config_file());
 }
 
-void add_precision_option(CLI::App& cmd, std::string& precision) {
-  cmd.add_option("--precision", precision,
-                 "auto | fp32 | bf16 | fp16; auto: the checkpoint's train.precision, as the "
-                 "final test of `vit train` ran (fp32 for fp16 off CUDA)")
-      ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16"}))
-      ->capture_default_str();
+void add_precision_option(CLI::App& cmd, Precision& precision) {
+  add_enum_option(cmd, "--precision", precision,
+                  "autocast; auto (the default): the checkpoint's train.precision, as the final "
+                  "test of `vit train` ran (fp32 for fp16 off CUDA)");
 }
 
-Precision chosen_precision(const std::string& option, const Config& config, c10::Device device) {
-  const Precision asked = precision_named(option, "--precision");
+Precision chosen_precision(Precision asked, const Config& config, c10::Device device) {
   if (asked == Precision::kAuto) return evaluation_precision(config.train.precision, device);
   if (asked == Precision::kFp16 && !device.is_cuda())
     throw Error("--precision fp16 needs a CUDA device (on CPU use bf16)");

@@ -27,16 +27,41 @@ struct CommonOptions {
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& options);
+
+// A flag whose value is one of an enum's names (EnumNames<E>), read into
+// `target` (E, or std::optional<E> left empty when the flag is absent). The
+// help shows the choices; a name outside them is CLI11's usage error.
+template <typename E>
+E& enum_target(E& target) {
+  return target;
+}
+template <typename E>
+E& enum_target(std::optional<E>& target) {
+  return target.emplace();
+}
+template <typename Target>
+CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, Target& target,
+                             const std::string& help) {
+  using E = std::decay_t<decltype(enum_target(target))>;
+  std::vector<std::string> names;
+  for (const auto& [value, name] : EnumNames<E>::table)
+    names.emplace_back(name);
+  return cmd
+      .add_option_function<std::string>(
+          flag, [&target](const std::string& text) { enum_target(target) = *enum_from_name<E>(text); },
+          help)
+      ->check(CLI::IsMember(names));
+}
 // --checkpoint CKPT (an existing file; default runs/latest/best.pt) and --config
 // FILE (a timm .safetensors file's architecture, and its data when `reads_data`).
 void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoint,
                             std::optional<std::string>& config, bool reads_data);
 // --precision auto | fp32 | bf16 | fp16: the autocast of an inference command.
-void add_precision_option(CLI::App& cmd, std::string& precision);
+void add_precision_option(CLI::App& cmd, Precision& precision);
 // --precision's value; auto is the checkpoint's train.precision where the
 // device runs it (vit::evaluation_precision), the trainer's final test's. Throws
 // vit::Error for fp16 off CUDA.
-Precision chosen_precision(const std::string& option, const Config& config, c10::Device device);
+Precision chosen_precision(Precision asked, const Config& config, c10::Device device);
 // Sets the log level, thread count and seed. Call first in every run function.
 // Flags win over the config's `threads` and `seed` when both are given.
 void apply_common_options(const CommonOptions& options, const Config* config = nullptr);

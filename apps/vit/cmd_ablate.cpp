@@ -45,7 +45,7 @@ nlohmann::json ablate_json(const AblationResult& r, int64_t samples, AblationMod
     mlp.push_back(scores_json(r.mlp[l]));
   }
   return {{"samples", samples},
-          {"mode", ablation_mode_name(mode)},
+          {"mode", enum_name(mode)},
           {"baseline", scores_json(r.baseline)},
           {"heads", heads},
           {"attention", attention},
@@ -126,7 +126,7 @@ void print_table(const AblationResult& r) {
 }  // namespace
 
 nlohmann::json write_ablate(OpenedModel& opened, const AblateOptions& o) {
-  const AblationMode mode = parse_ablation_mode(o.mode);
+  const AblationMode mode = o.mode;
   LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
   const AnalysisInputs inputs = choose_analysis_inputs(o.images, o.samples.value_or(kLensSamples),
@@ -158,10 +158,9 @@ std::shared_ptr<AblateOptions> register_ablate(Cli& cli) {
                            "ablate.json, .csv (one row per variant) and .png", kAblateFolder);
   add_sample_options(*cmd, options->samples, options->images, "score",
                      std::to_string(kLensSamples));
-  cmd->add_option("--mode", options->mode,
-                  "what replaces a removed head's output: zero, or its mean over the images")
-      ->check(CLI::IsMember({"zero", "mean"}))
-      ->capture_default_str();
+  add_enum_option(*cmd, "--mode", options->mode,
+                  "what replaces a removed head's output: zero (the default), or its mean over "
+                  "the images");
   return options;
 }
 

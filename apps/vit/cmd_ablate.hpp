@@ -1,5 +1,6 @@
 #pragma once
 #include "model_source.hpp"
+#include "vit/analysis/ablation.hpp"
 
 namespace vit::cli {
 
@@ -8,7 +9,7 @@ struct AblateOptions {
   ModelSource model;                // --checkpoint, --config, --out
   std::optional<int64_t> samples;   // --samples N (default kLensSamples)
   std::vector<std::string> images;  // --images FILE... (instead of --samples)
-  std::string mode = "zero";        // --mode zero|mean: what replaces a removed head
+  AblationMode mode = AblationMode::kZero;  // --mode zero|mean: what replaces a removed head
 };
 
 std::shared_ptr<AblateOptions> register_ablate(Cli& cli);

@@ -71,7 +71,7 @@ std::string augment_text(const AugmentConfig& a) {
                          ? fmt::format("random resized crop (scale [{}], ratio [{}])",
                                        fmt::join(a.random_resized_crop->scale, ", "),
                                        fmt::join(a.random_resized_crop->ratio, ", "))
-                         : fmt::format("crop padding {} ({})", a.crop_padding, a.padding_mode);
+                         : fmt::format("crop padding {} ({})", a.crop_padding, enum_name(a.padding_mode));
   return fmt::format("{}, hflip {}, RandAugment {} x {}, mixup {}, cutmix {}, random erasing {}",
                      crop, a.hflip ? "on" : "off", a.randaugment_ops, a.randaugment_magnitude,
                      a.mixup_alpha, a.cutmix_alpha, a.random_erasing);

@@ -87,10 +87,12 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
   const c10::Device device = opened.device;
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const data::DataSplits& splits = opened.data();
-  const data::SplitName which = o.split == "val" ? data::SplitName::kVal : data::SplitName::kTest;
+  const data::SplitName which =
+      o.split == EvalSplit::kVal ? data::SplitName::kVal : data::SplitName::kTest;
+  const std::string split_name = enum_name(o.split);
   const int64_t images = which == data::SplitName::kVal ? splits.val_size() : splits.test_size();
   if (images == 0)
-    throw Error("the " + o.split + " split of " + name_of(loaded.config.data.dataset) +
+    throw Error("the " + split_name + " split of " + name_of(loaded.config.data.dataset) +
                 " is empty");
   const auto loader = data::loader_for(
       splits, which, loaded.config, data::loader_options(loaded.config, device, /*train=*/false));
@@ -98,12 +100,12 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
   // final test, so the three agree on every image.
   const EvalResult r = evaluate(loaded.model, *loader, loaded.config.model.num_classes, precision);
 
-  const std::string out = output_folder(o.model, loaded, "eval-" + o.split).string();
-  const nlohmann::json json = metrics_json(r, loaded.class_names, o.split, loaded.path, precision);
+  const std::string out = output_folder(o.model, loaded, "eval-" + split_name).string();
+  const nlohmann::json json = metrics_json(r, loaded.class_names, split_name, loaded.path, precision);
   write_text_atomically(out + "/metrics.json", json.dump(2) + "\n");
   io::ConfusionOptions confusion_options;
   confusion_options.title = fmt::format("Confusion matrix, {} split ({} images, accuracy {:.2f}%)",
-                                        o.split, r.count, 100 * r.accuracy);
+                                        split_name, r.count, 100 * r.accuracy);
   io::write_png(out + "/confusion.png",
                 io::render_confusion(r.confusion, loaded.class_names, confusion_options));
   const auto images_at = [&](const std::vector<int64_t>& positions) {
@@ -116,7 +118,7 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
     return split.images.index_select(0, torch::tensor(positions, torch::kInt64));
   };
   io::write_png(out + "/worst.png", worst_grid(r, images_at, loaded.class_names));
-  std::cout << fmt::format("{} split: accuracy {:.4f} ({} images), loss {:.4f}\n", o.split,
+  std::cout << fmt::format("{} split: accuracy {:.4f} ({} images), loss {:.4f}\n", split_name,
                            r.accuracy, r.count, r.loss);
   spdlog::info("wrote {}/metrics.json, confusion.png and worst.png", out);
   return json;
@@ -128,9 +130,7 @@ std::shared_ptr<EvalOptions> register_eval(Cli& cli) {
       on_opened_model(write_eval));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "metrics.json, confusion.png and worst.png", "eval-<split>");
-  cmd->add_option("--split", options->split, "val | test")
-      ->check(CLI::IsMember({"val", "test"}))
-      ->capture_default_str();
+  add_enum_option(*cmd, "--split", options->split, "the split to evaluate, default test");
   add_precision_option(*cmd, options->precision);
   return options;
 }

@@ -41,7 +41,7 @@ int64_t default_step(int64_t patches) {
 
 RolloutOptions rollout_options(const Config& config) {
   RolloutOptions options;
-  options.fusion = parse_head_fusion(config.analysis.head_fusion);
+  options.fusion = config.analysis.head_fusion;
   options.discard_ratio = config.analysis.discard_ratio;
   options.source = rollout_source_of(config.model.pool);
   return options;

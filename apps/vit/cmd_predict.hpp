@@ -9,7 +9,7 @@ struct PredictOptions {
   std::vector<std::string> images;  // --images FILE...
   int64_t topk = 5;                 // --topk K
   bool json = false;                // --json
-  std::string precision = "auto";   // --precision auto|fp32|bf16|fp16
+  Precision precision = Precision::kAuto;   // --precision auto|fp32|bf16|fp16
 };
 
 std::shared_ptr<PredictOptions> register_predict(Cli& cli);

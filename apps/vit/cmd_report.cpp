@@ -78,7 +78,7 @@ ReportNumbers run_analyses(const ReportOptions& o, const fs::path& run, OpenedMo
   write_attention(opened, analysis<AttentionOptions>(o, assets.attention()));
   write_pos_embed(opened, analysis<PosEmbedOptions>(o, assets.pos_embed()));
   numbers.filters = write_filters(opened, analysis<FiltersOptions>(o, assets.filters()));
-  for (const std::string method : {"grad-rollout", "grad"}) {
+  for (const SaliencyMethod method : {SaliencyMethod::kGradRollout, SaliencyMethod::kGrad}) {
     auto saliency = analysis<SaliencyOptions>(o, assets.saliency(method));
     saliency.samples = o.samples;
     saliency.method = method;

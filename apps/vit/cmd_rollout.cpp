@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 RolloutOptions analysis_options(const RolloutCommandOptions& o, const Config& config) {
   RolloutOptions options;
-  options.fusion = parse_head_fusion(o.head_fusion.value_or(config.analysis.head_fusion));
+  options.fusion = o.head_fusion.value_or(config.analysis.head_fusion);
   options.discard_ratio = o.discard_ratio.value_or(config.analysis.discard_ratio);
   options.source = rollout_source_of(config.model.pool);
   return options;
@@ -54,9 +54,9 @@ nlohmann::json rollout_json(const std::vector<RolloutMap>& maps, const RolloutOp
          {"mask", map_rows(m.mask, /*decimals=*/6)}});
   }
   return {{"grid", {grid, grid}},
-          {"head_fusion", head_fusion_name(options.fusion)},
+          {"head_fusion", enum_name(options.fusion)},
           {"discard_ratio", options.discard_ratio},
-          {"source", rollout_source_name(options.source)},
+          {"source", enum_name(options.source)},
           {"checkpoint", loaded.path},
           {"maps", list}};
 }
@@ -70,7 +70,7 @@ torch::Tensor rollout_grid(const std::vector<RolloutMap>& maps, const RolloutOpt
       pictures, classes,
       fmt::format(
           "Attention rollout: original | overlay ({} fusion, discard {:g}, {})",
-          head_fusion_name(options.fusion), options.discard_ratio,
+          enum_name(options.fusion), options.discard_ratio,
           options.source == RolloutSource::kPatchMean ? "patch-mean rows" : "class-token row"));
 }
 
@@ -132,9 +132,8 @@ std::shared_ptr<RolloutCommandOptions> register_rollout(Cli& cli) {
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kRequired,
                            "one PNG per map, grid.png and rollout.json");
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
-  cmd->add_option("--head-fusion", options->head_fusion,
-                  "how heads are fused: mean | max | min (default analysis.head_fusion)")
-      ->check(CLI::IsMember({"mean", "max", "min"}));
+  add_enum_option(*cmd, "--head-fusion", options->head_fusion,
+                  "how heads are fused, default analysis.head_fusion");
   cmd->add_option(
          "--discard-ratio", options->discard_ratio,
          "fraction of the weakest patch links dropped per layer (default analysis.discard_ratio)")

@@ -87,7 +87,7 @@ nlohmann::json saliency_json(const std::vector<SaliencyMap>& maps, SaliencyMetho
                     {"png", m.file},
                     {"mask", map_rows(m.mask)}});
   }
-  return {{"method", saliency_method_name(method)},
+  return {{"method", enum_name(method)},
           {"requested_class", target ? nlohmann::json(*target) : nlohmann::json(nullptr)},
           {"checkpoint", loaded.path},
           {"maps", list}};
@@ -133,7 +133,7 @@ nlohmann::json write_saliency(OpenedModel& opened, const SaliencyOptions& o) {
   LoadedModel& loaded = opened.loaded;
   const Config& config = loaded.config;
   check_target(o.target_class, config.model);
-  const SaliencyMethod method = parse_saliency_method(o.method);
+  const SaliencyMethod method = o.method;
   const AnalysisInputs inputs =
       choose_analysis_inputs(o.images, o.samples.value_or(config.analysis.rollout_samples),
                              o.common.seed.value_or(config.seed), opened);
@@ -161,7 +161,7 @@ nlohmann::json write_saliency(OpenedModel& opened, const SaliencyOptions& o) {
   write_text_atomically((out / "saliency.json").string(), json.dump() + "\n");
   write_text_atomically((out / "saliency.csv").string(), saliency_csv(maps, loaded));
   spdlog::info("wrote {} {} maps, grid.png, saliency.json and .csv to {}", maps.size(),
-               saliency_method_name(method), out.string());
+               enum_name(method), out.string());
   return json;
 }
 
@@ -172,11 +172,10 @@ std::shared_ptr<SaliencyOptions> register_saliency(Cli& cli) {
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
                            "one PNG per map, grid.png, saliency.json and .csv", kSaliencyFolder);
   add_sample_options(*cmd, options->samples, options->images, "map", "analysis.rollout_samples");
-  cmd->add_option("--method", options->method,
+  add_enum_option(*cmd, "--method", options->method,
                   "grad: |d logit/d x| (max over channels); grad-x-input: |sum_c x * d logit/d x|; "
-                  "grad-rollout: gradient-weighted attention rollout (Chefer et al. 2021)")
-      ->check(CLI::IsMember({"grad", "grad-x-input", "grad-rollout"}))
-      ->capture_default_str();
+                  "grad-rollout (the default): gradient-weighted attention rollout (Chefer et al. "
+                  "2021)");
   cmd->add_option("--class", options->target_class,
                   "class index K to explain (default: each image's predicted class)")
       ->check(CLI::NonNegativeNumber);

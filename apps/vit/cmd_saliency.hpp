@@ -1,5 +1,6 @@
 #pragma once
 #include "model_source.hpp"
+#include "vit/analysis/saliency.hpp"
 
 namespace vit::cli {
 
@@ -8,7 +9,7 @@ struct SaliencyOptions {
   ModelSource model;                    // --checkpoint, --config, --out
   std::optional<int64_t> samples;       // --samples N (default analysis.rollout_samples)
   std::vector<std::string> images;      // --images FILE... (instead of --samples)
-  std::string method = "grad-rollout";  // --method grad|grad-x-input|grad-rollout
+  SaliencyMethod method = SaliencyMethod::kGradRollout;  // --method grad|grad-x-input|grad-rollout
   std::optional<int64_t> target_class;  // --class K (default: each image's predicted class)
 };
 

@@ -108,13 +108,13 @@ void draw_curves(const std::string& run_dir, const std::string& events_file, int
 }
 
 void log_summary(const TrainSummary& s, const std::string& run_dir) {
-  spdlog::info("stopped: {} after {} steps ({:.2f} epochs, {:.0f} s)", s.stop_reason, s.steps,
+  spdlog::info("stopped: {} after {} steps ({:.2f} epochs, {:.0f} s)", s.stop_text(), s.steps,
                s.epochs, s.train_seconds);
   spdlog::info("best val acc {:.4f} at step {}", s.best_val_acc, s.best_step);
   if (s.test)
     spdlog::info("test acc {:.4f}, test loss {:.4f} ({} images, best.pt)", s.test->accuracy,
                  s.test->loss, s.test->count);
-  if (s.stop_reason == "interrupted")
+  if (s.stop_reason == StopReason::kInterrupted)
     spdlog::info("continue with: vit train --resume {}/last.pt", run_dir);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -138,14 +138,14 @@ std::unique_ptr<ProcessGroup> join_world(const DistributedEnv& env, const TrainO
     spdlog::set_level(spdlog::level::warn);
     spdlog::set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%^%l%$] %v", env.rank));
   }
-  const std::string backend = choose_backend(config.train.dist_backend, *device);
+  const DistBackend backend = choose_backend(config.train.dist_backend, *device);
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config.train.dist_timeout_s * 1000.0));
   auto group = ProcessGroup::join(env, backend, timeout, *device);
   spdlog::info(
       "rank 0 of {} ({} backend, {} on this machine); train.batch_size {} is the global "
       "batch, {} images per rank",
-      env.world_size, backend, env.local_world_size, config.train.batch_size,
+      env.world_size, enum_name(backend), env.local_world_size, config.train.batch_size,
       config.train.batch_size / env.world_size);
   return group;
 }
@@ -190,7 +190,7 @@ int run_train(const TrainOptions& o) {
     log_summary(summary, run_dir);
     point_latest_at_run(run_dir);
   }
-  return summary.stop_reason == "interrupted" ? 130 : 0;
+  return summary.stop_reason == StopReason::kInterrupted ? 130 : 0;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "vit/analysis/rollout.hpp"
 #include "vit/data/file_bytes.hpp"
 #include "vit/error.hpp"
 #include "vit/io/html_page.hpp"
@@ -147,7 +148,8 @@ void attention_sections(io::HtmlPage& page, const ReportAssets& assets, const js
       "the residual connection, to estimate how much each patch feeds the {}. Red patches are "
       "where the classification draws its information from; a good model looks at the object, "
       "not the background.",
-      rollout["source"] == "patch_mean" ? "mean of the patch tokens (this model pools by mean)"
+      enum_from_name<RolloutSource>(rollout["source"]) == RolloutSource::kPatchMean
+          ? "mean of the patch tokens (this model pools by mean)"
                                         : "class token the classifier reads"));
   add_image(page, assets.rollout() / "grid.png", "attention rollout maps");
 
@@ -208,11 +210,11 @@ void saliency_sections(io::HtmlPage& page, const ReportAssets& assets) {
       "each layer's attention by its gradient with respect to the predicted class's logit, "
       "keeps the positive part and rolls it out over the layers: unlike plain rollout, it is "
       "specific to the class being explained.");
-  add_image(page, assets.saliency("grad-rollout") / "grid.png", "gradient rollout maps");
+  add_image(page, assets.saliency(SaliencyMethod::kGradRollout) / "grid.png", "gradient rollout maps");
   page.paragraph(
       "The plain gradient, |d logit / d pixel|: the pixels where a small change would move the "
       "predicted class's score most. It is noisier, but works at pixel resolution.");
-  add_image(page, assets.saliency("grad") / "grid.png", "input-gradient saliency maps");
+  add_image(page, assets.saliency(SaliencyMethod::kGrad) / "grid.png", "input-gradient saliency maps");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vit/analysis/saliency.hpp"
 #include "vit/io/html_page.hpp"
 
 namespace vit::cli {
@@ -21,8 +22,8 @@ struct ReportAssets {
   std::filesystem::path attention() const { return root / "attention"; }
   std::filesystem::path pos_embed() const { return root / "pos-embed"; }
   std::filesystem::path filters() const { return root / "filters"; }
-  std::filesystem::path saliency(const std::string& method) const {
-    return root / ("saliency-" + method);
+  std::filesystem::path saliency(SaliencyMethod method) const {
+    return root / (std::string("saliency-") + enum_name(method));
   }
   std::filesystem::path lens() const { return root / "lens"; }
   std::filesystem::path probe() const { return root / "probe"; }

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "vit/enum_names.hpp"
+
 namespace vit {
 
 // Settings with a fixed set of names, parsed once when a config is read (an
@@ -31,6 +33,61 @@ enum class DatasetKind {
 // instead of decoding the whole dataset into memory once: "auto" decides, true
 // and false force it (in JSON: the string "auto" or a boolean).
 enum class StreamMode { kAuto, kOn, kOff };
+enum class OptimizerRule { kAdamW, kSgd };       // train.optimizer: "adamw" | "sgd"
+enum class PaddingMode { kZeros, kReflect };     // data.augment.padding_mode: "zeros" | "reflect"
+enum class DistBackend { kAuto, kGloo, kNccl };  // train.dist_backend: "auto" | "gloo" | "nccl"
+enum class HeadFusion { kMean, kMax, kMin };     // analysis.head_fusion: "mean" | "max" | "min"
+
+template <>
+struct EnumNames<Pool> {
+  static constexpr std::pair<Pool, const char*> table[] = {{Pool::kCls, "cls"},
+                                                           {Pool::kMean, "mean"}};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::pair<Precision, const char*> table[] = {{Precision::kAuto, "auto"},
+                                                                {Precision::kFp32, "fp32"},
+                                                                {Precision::kBf16, "bf16"},
+                                                                {Precision::kFp16, "fp16"}};
+};
+template <>
+struct EnumNames<DatasetKind> {
+  static constexpr std::pair<DatasetKind, const char*> table[] = {
+      {DatasetKind::kCifar10, "cifar10"},
+      {DatasetKind::kCifar100, "cifar100"},
+      {DatasetKind::kMnist, "mnist"},
+      {DatasetKind::kFashionMnist, "fashion-mnist"},
+      {DatasetKind::kTinyImagenet, "tiny-imagenet"},
+      {DatasetKind::kImageFolder, "image-folder"},
+      {DatasetKind::kSynthetic, "synthetic"},
+      {DatasetKind::kWebdataset, "webdataset"}};
+};
+template <>
+struct EnumNames<StreamMode> {
+  static constexpr std::pair<StreamMode, const char*> table[] = {
+      {StreamMode::kAuto, "auto"}, {StreamMode::kOn, "true"}, {StreamMode::kOff, "false"}};
+};
+template <>
+struct EnumNames<OptimizerRule> {
+  static constexpr std::pair<OptimizerRule, const char*> table[] = {
+      {OptimizerRule::kAdamW, "adamw"}, {OptimizerRule::kSgd, "sgd"}};
+};
+template <>
+struct EnumNames<PaddingMode> {
+  static constexpr std::pair<PaddingMode, const char*> table[] = {
+      {PaddingMode::kZeros, "zeros"}, {PaddingMode::kReflect, "reflect"}};
+};
+template <>
+struct EnumNames<DistBackend> {
+  static constexpr std::pair<DistBackend, const char*> table[] = {
+      {DistBackend::kAuto, "auto"}, {DistBackend::kGloo, "gloo"}, {DistBackend::kNccl, "nccl"}};
+};
+template <>
+struct EnumNames<HeadFusion> {
+  static constexpr std::pair<HeadFusion, const char*> table[] = {
+      {HeadFusion::kMean, "mean"}, {HeadFusion::kMax, "max"}, {HeadFusion::kMin, "min"}};
+};
+
 const char* name_of(Pool pool);            // "cls" | "mean"
 const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
 // "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder" |
@@ -91,7 +148,7 @@ struct AugmentConfig {
   // Always streams: the in-memory path holds images at the model's size.
   std::optional<RandomResizedCrop> random_resized_crop;
   int64_t crop_padding = 4;            // pixels padded before a random crop, < image_size; 0 = off
-  std::string padding_mode = "zeros";  // "zeros" | "reflect"
+  PaddingMode padding_mode = PaddingMode::kZeros;
   bool hflip = true;                   // random horizontal flip; per-dataset default (mnist: off)
   int64_t randaugment_ops = 0;         // RandAugment-style ops per image; 0 = off
   double randaugment_magnitude = 9.0;  // 0..30, RandAugment's scale
@@ -143,7 +200,7 @@ struct TrainConfig {
   int64_t batch_size = 128;
   int64_t eval_batch_size = 0;  // 0 = 2 * batch_size
   int64_t epochs = 100;
-  std::string optimizer = "adamw";           // "adamw" | "sgd" (with momentum)
+  OptimizerRule optimizer = OptimizerRule::kAdamW;  // SGD: with momentum
   double lr = 1e-3;                          // peak learning rate after warmup
   double min_lr = 1e-6;                      // floor of the cosine schedule
   double momentum = 0.9;                     // SGD only
@@ -178,13 +235,13 @@ struct TrainConfig {
   double layer_decay = 1.0;     // lr x decay^(depth + 1 - layer), BEiT/timm; 1 = off, (0, 1]
   double head_lr_scale = 1.0;   // the head's lr = lr x this (same schedule), > 0
   // Data-parallel training under torchrun (train/distributed.hpp); ignored when running alone.
-  std::string dist_backend = "auto";  // "auto" (nccl on CUDA, gloo on CPU) | "gloo" | "nccl"
+  DistBackend dist_backend = DistBackend::kAuto;  // auto: nccl on CUDA, gloo on the CPU
   double dist_timeout_s = 300;        // a collective that waits longer fails (a rank died), > 0
   double dist_bucket_mb = 25;         // gradient all-reduce bucket, MiB (DDP's default), > 0
 };
 
 struct AnalysisConfig {
-  std::string head_fusion = "mean";  // rollout: "mean" | "max" | "min"
+  HeadFusion head_fusion = HeadFusion::kMean;  // rollout
   double discard_ratio = 0.0;        // rollout: fraction of weakest patch links dropped per layer
   int64_t rollout_samples = 16;      // images drawn from the validation split for rollout
   int64_t distance_samples = 128;    // images averaged for mean attention distance
@@ -204,6 +261,23 @@ struct Config {
   // Throws vit::Error naming the first impossible value.
   void validate() const;
 };
+
+// What train.freeze (validated) names: nothing, every parameter but the head's
+// (backbone), or the embeddings and the first `blocks` blocks (N).
+struct FreezePlan {
+  enum class Kind { kNone, kBackbone, kBlocks } kind = Kind::kNone;
+  int64_t blocks = 0;  // kBlocks: how many
+};
+FreezePlan freeze_plan(const std::string& freeze);
+
+// A device setting or --device: auto | cpu | cuda | cuda:N (N of 1 to 4
+// digits). Whether the device exists is checked when a command picks it.
+struct DeviceChoice {
+  enum class Kind { kAuto, kCpu, kCuda } kind = Kind::kAuto;
+  int index = 0;  // kCuda
+};
+// nullopt: not one of those forms
+std::optional<DeviceChoice> device_choice(const std::string& spec);
 
 // Strict JSON reading: every key optional, unknown keys rejected with the
 // closest valid dotted path, wrong types rejected.

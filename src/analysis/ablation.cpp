@@ -46,16 +46,6 @@ std::vector<at::Tensor> mean_head_outputs(VisionTransformer& model, const ImageB
 
 }  // namespace
 
-AblationMode parse_ablation_mode(const std::string& text) {
-  if (text == "zero") return AblationMode::kZero;
-  if (text == "mean") return AblationMode::kMean;
-  throw Error("ablation mode: unknown value '" + text + "'; expected zero or mean");
-}
-
-std::string ablation_mode_name(AblationMode mode) {
-  return mode == AblationMode::kMean ? "mean" : "zero";
-}
-
 AblationResult ablate(VisionTransformer& model, const ImageBatches& images,
                       const at::Tensor& labels, AblationMode mode) {
   if (images.count < 1) throw Error("ablation: no images, expected at least one");

@@ -118,31 +118,8 @@ torch::Tensor normalize_maps(const torch::Tensor& rows, int64_t grid) {
 
 }  // namespace
 
-HeadFusion parse_head_fusion(const std::string& text) {
-  if (text == "mean") return HeadFusion::kMean;
-  if (text == "max") return HeadFusion::kMax;
-  if (text == "min") return HeadFusion::kMin;
-  throw Error("head fusion: unknown value '" + text + "'; expected one of mean, max, min");
-}
-
-std::string head_fusion_name(HeadFusion fusion) {
-  switch (fusion) {
-    case HeadFusion::kMax:
-      return "max";
-    case HeadFusion::kMin:
-      return "min";
-    case HeadFusion::kMean:
-      break;
-  }
-  return "mean";
-}
-
 RolloutSource rollout_source_of(Pool pool) {
   return pool == Pool::kMean ? RolloutSource::kPatchMean : RolloutSource::kClassToken;
-}
-
-std::string rollout_source_name(RolloutSource source) {
-  return source == RolloutSource::kPatchMean ? "patch_mean" : "class_token";
 }
 
 torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,

@@ -54,26 +54,6 @@ at::Tensor pixel_map(SaliencyMethod method, const at::Tensor& x, const at::Tenso
 
 }  // namespace
 
-SaliencyMethod parse_saliency_method(const std::string& text) {
-  if (text == "grad") return SaliencyMethod::kGrad;
-  if (text == "grad-x-input") return SaliencyMethod::kGradXInput;
-  if (text == "grad-rollout") return SaliencyMethod::kGradRollout;
-  throw Error("saliency method: unknown value '" + text +
-              "'; expected one of grad, grad-x-input, grad-rollout");
-}
-
-std::string saliency_method_name(SaliencyMethod method) {
-  switch (method) {
-    case SaliencyMethod::kGradXInput:
-      return "grad-x-input";
-    case SaliencyMethod::kGradRollout:
-      return "grad-rollout";
-    case SaliencyMethod::kGrad:
-      break;
-  }
-  return "grad";
-}
-
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients, RolloutSource source) {
   check_gradients(attentions, gradients);

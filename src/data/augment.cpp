@@ -23,18 +23,12 @@ int64_t reflect(int64_t i, int64_t size) {
 
 }  // namespace
 
-Padding parse_padding(const std::string& mode) {
-  if (mode == "zeros") return Padding::kZeros;
-  if (mode == "reflect") return Padding::kReflect;
-  throw Error("data.augment.padding_mode: \"" + mode + "\" is not one of zeros, reflect");
-}
-
-at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding mode, bool hflip,
+at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, PaddingMode mode, bool hflip,
                             Rng& rng) {
   if (images.dim() != 4) throw Error("random_crop_flip: expected (B, C, H, W) images");
   const int64_t b = images.size(0), c = images.size(1), h = images.size(2), w = images.size(3);
   if (padding < 0) throw Error("data.augment.crop_padding: " + std::to_string(padding) + " < 0");
-  if (mode == Padding::kReflect && padding >= std::min(h, w)) {
+  if (mode == PaddingMode::kReflect && padding >= std::min(h, w)) {
     throw Error("data.augment.crop_padding: reflect padding " + std::to_string(padding) +
                 " must be smaller than the image side " + std::to_string(std::min(h, w)));
   }
@@ -44,7 +38,7 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding m
   // source column of each output column (the flip reverses the columns). With
   // zero padding the source is the batch padded with zeros, so every crop lies
   // inside it; with reflection the source is the batch itself.
-  const bool zeros = mode == Padding::kZeros;
+  const bool zeros = mode == PaddingMode::kZeros;
   const int64_t src_w = zeros ? w + 2 * padding : w;
   std::vector<int64_t> rows(b * h), cols(b * w);
   for (int64_t i = 0; i < b; ++i) {
@@ -72,7 +66,7 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding m
 Augmented augment_batch(const at::Tensor& images, const at::Tensor& labels, int64_t num_classes,
                         const AugmentConfig& config, Rng& rng) {
   Augmented out;
-  out.images = random_crop_flip(images, config.crop_padding, parse_padding(config.padding_mode),
+  out.images = random_crop_flip(images, config.crop_padding, config.padding_mode,
                                 config.hflip, rng);
   const bool mixing = mixing_enabled(config);
   if (config.randaugment_ops == 0 && !mixing) return out;

@@ -69,21 +69,22 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(std::chrono::mi
   return options;
 }
 
-c10::intrusive_ptr<Backend> make_backend(const std::string& backend,
+c10::intrusive_ptr<Backend> make_backend(DistBackend backend,
                                          const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                          int world_size, std::chrono::milliseconds timeout,
                                          const std::string& master_addr) {
-  if (backend == "gloo")
+  if (backend == DistBackend::kGloo)
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size,
                                                        gloo_options(timeout, master_addr));
 #if defined(VIT_WITH_NCCL)
-  if (backend == "nccl") {
+  if (backend == DistBackend::kNccl) {
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
   }
 #endif
-  throw Error("train.dist_backend '" + backend + "' is not available in this build of vit");
+  throw Error(std::string("train.dist_backend '") + enum_name(backend) +
+              "' is not available in this build of vit");
 }
 
 }  // namespace
@@ -132,14 +133,15 @@ GlooBinding gloo_binding(const std::string& master_addr, const std::string& sock
   return {GlooBinding::kHostname, ""};
 }
 
-std::string choose_backend(const std::string& requested, c10::Device device) {
-  const std::string backend =
-      requested != "auto" ? requested : (device.is_cuda() ? "nccl" : "gloo");
-  if (backend == "nccl" && !device.is_cuda())
+DistBackend choose_backend(DistBackend requested, c10::Device device) {
+  const DistBackend backend = requested != DistBackend::kAuto ? requested
+                              : device.is_cuda()              ? DistBackend::kNccl
+                                                              : DistBackend::kGloo;
+  if (backend == DistBackend::kNccl && !device.is_cuda())
     throw Error("train.dist_backend nccl needs a CUDA device, and this run is on " + device.str() +
                 " (use gloo, or auto)");
 #if !defined(VIT_WITH_NCCL)
-  if (backend == "nccl")
+  if (backend == DistBackend::kNccl)
     throw Error(
         "train.dist_backend nccl: this build of vit has no NCCL (it needs a LibTorch with CUDA); "
         "use gloo");
@@ -153,17 +155,16 @@ struct ProcessGroup::Impl {
 };
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Impl> impl, int rank, int world_size,
-                           std::string backend, c10::Device device)
+                           DistBackend backend, c10::Device device)
     : impl_(std::move(impl)),
       rank_(rank),
       world_size_(world_size),
-      backend_(std::move(backend)),
+      backend_(backend),
       device_(device) {}
 
 ProcessGroup::~ProcessGroup() = default;
 
-std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistributedEnv& env,
-                                                 const std::string& backend,
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistributedEnv& env, DistBackend backend,
                                                  std::chrono::milliseconds timeout,
                                                  c10::Device device) {
   auto impl = std::make_unique<Impl>();
@@ -192,8 +193,8 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistributedEnv& env,
                                        TORCH_VERSION)
                                  : "";
     throw Error(fmt::format("rank {} of {}: cannot join the process group at {}:{} ({}): {}{}",
-                            env.rank, env.world_size, env.master_addr, env.master_port, backend,
-                            first_line(e), hint));
+                            env.rank, env.world_size, env.master_addr, env.master_port,
+                            enum_name(backend), first_line(e), hint));
   }
   return std::unique_ptr<ProcessGroup>(
       new ProcessGroup(std::move(impl), env.rank, env.world_size, backend, device));
@@ -214,7 +215,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join_local(const std::shared_ptr<voi
   impl->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, rank, world_size,
                                                               std::move(options));
   return std::unique_ptr<ProcessGroup>(
-      new ProcessGroup(std::move(impl), rank, world_size, "gloo", c10::kCPU));
+      new ProcessGroup(std::move(impl), rank, world_size, DistBackend::kGloo, c10::kCPU));
 }
 
 template <typename F>
@@ -224,7 +225,7 @@ void ProcessGroup::run(const char* what, F&& collective) {
   } catch (const std::exception& e) {
     throw Error(fmt::format(
         "rank {} of {}: {} failed ({}); another rank has probably stopped, see its log: {}", rank_,
-        world_size_, what, backend_, first_line(e)));
+        world_size_, what, enum_name(backend_), first_line(e)));
   }
 }
 

@@ -54,11 +54,17 @@ double lr_scale(const std::string& name, int64_t depth, const TrainConfig& train
 }
 
 bool is_frozen(const std::string& name, int64_t depth, const TrainConfig& train) {
-  if (train.freeze == "none") return false;
-  if (train.freeze == "backbone") return !is_head(name);
-  const int64_t blocks = std::stoll(train.freeze);  // validated: 0..depth
+  const FreezePlan plan = freeze_plan(train.freeze);
+  switch (plan.kind) {
+    case FreezePlan::Kind::kNone:
+      return false;
+    case FreezePlan::Kind::kBackbone:
+      return !is_head(name);
+    case FreezePlan::Kind::kBlocks:
+      break;
+  }
   const int64_t layer = layer_index(name, depth);
-  return layer <= blocks && layer <= depth;  // the embeddings (0) and blocks.0..N-1 (1..N)
+  return layer <= plan.blocks && layer <= depth;  // the embeddings (0) and blocks.0..N-1 (1..N)
 }
 
 std::vector<std::string> freeze_parameters(VisionTransformer& model, const TrainConfig& train) {

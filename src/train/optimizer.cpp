@@ -54,10 +54,8 @@ Optimizer::Optimizer(std::vector<ParameterGroup> groups, const TrainConfig& trai
       beta1_(train.betas.at(0)),
       beta2_(train.betas.at(1)),
       momentum_(train.momentum) {
-  if (rule_ != "adamw" && rule_ != "sgd")
-    throw Error("train.optimizer '" + rule_ + "': expected adamw | sgd");
   lay_out_flat();
-  if (rule_ == "adamw") {
+  if (rule_ == OptimizerRule::kAdamW) {
     first_moment_ = torch::zeros_like(values_);
     second_moment_ = torch::zeros_like(values_);
   } else {
@@ -156,7 +154,7 @@ void Optimizer::step(const at::Tensor& skip) {
   // 1.13 builds run on the CPU only, where reading the flag waits for nothing.
   if (skip.defined() && skip.item<double>() != 0) return;
   step_count_.add_(1);
-  if (rule_ == "adamw")
+  if (rule_ == OptimizerRule::kAdamW)
     adamw_step();
   else
     sgd_step();
@@ -173,7 +171,7 @@ void Optimizer::fused_step(const at::Tensor& skip_flag) {
   for (size_t g = 0; g < groups_.size(); ++g) {
     at::Tensor values = group_slice(values_, g), grads = group_slice(gradients_, g);
     const at::Tensor lr = group_lrs_[static_cast<int64_t>(g)];
-    if (rule_ == "adamw") {
+    if (rule_ == OptimizerRule::kAdamW) {
       at::Tensor first = group_slice(first_moment_, g), second = group_slice(second_moment_, g);
       at::_fused_adamw_({values}, {grads}, {first}, {second}, {}, {step_count_}, lr, beta1_, beta2_,
                         groups_[g].weight_decay, eps_, /*amsgrad=*/false,
@@ -234,12 +232,12 @@ void Optimizer::sgd_step() {
 }
 
 void Optimizer::save(torch::serialize::OutputArchive& archive) const {
-  nlohmann::json layout = {{"rule", rule_}, {"steps", steps()}};
+  nlohmann::json layout = {{"rule", enum_name(rule_)}, {"steps", steps()}};
   for (const auto& slot : slots_)
     layout["parameters"].push_back({slot.name, slot.numel});
   archive.write(kLayoutKey, c10::IValue(layout.dump()));
   const auto write = [&](const char* key, const at::Tensor& t) { archive.write(key, t.cpu()); };
-  if (rule_ == "adamw") {
+  if (rule_ == OptimizerRule::kAdamW) {
     write("first_moment", first_moment_);
     write("second_moment", second_moment_);
   } else {
@@ -254,9 +252,10 @@ void Optimizer::load(torch::serialize::InputArchive& archive, const std::string&
   nlohmann::json layout;
   try {
     layout = nlohmann::json::parse(layout_text.toStringRef());
-    if (layout.at("rule").get<std::string>() != rule_)
+    const auto saved_rule = layout.at("rule").get<std::string>();
+    if (enum_from_name<OptimizerRule>(saved_rule) != rule_)
       throw Error(fmt::format("{}: the optimizer state is {}'s, but train.optimizer is {}", source,
-                              layout.at("rule").get<std::string>(), rule_));
+                              saved_rule, enum_name(rule_)));
     // Where each saved parameter's state starts, by name.
     std::unordered_map<std::string, std::pair<int64_t, int64_t>> saved;
     int64_t offset = 0;
@@ -282,7 +281,7 @@ void Optimizer::load(torch::serialize::InputArchive& archive, const std::string&
             .copy_(stored.narrow(0, found->second.first, slot.numel));
       }
     };
-    if (rule_ == "adamw") {
+    if (rule_ == OptimizerRule::kAdamW) {
       read_into("first_moment", first_moment_);
       read_into("second_moment", second_moment_);
     } else {
@@ -316,7 +315,7 @@ void Optimizer::load_legacy(torch::serialize::InputArchive& archive, const std::
   };
   torch::NoGradGuard no_grad;
   try {
-    if (rule_ == "adamw") {
+    if (rule_ == OptimizerRule::kAdamW) {
       torch::optim::AdamW legacy(torch_groups, torch::optim::AdamWOptions(1.0));
       copy_state(legacy, [&](torch::optim::OptimizerParamState& state, const Slot& slot) {
         const auto& adam = static_cast<const torch::optim::AdamWParamState&>(state);

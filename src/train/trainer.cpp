@@ -302,7 +302,12 @@ void Trainer::stop_on_non_finite(const std::string& what, double value, int64_t 
                                            : std::string("No checkpoint was written before it")));
 }
 
-CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) const {
+std::string TrainSummary::stop_text() const {
+  const std::string text = enum_name(stop_reason);
+  return stop_reason == StopReason::kAlreadyFinished ? text + " (" + stopped_before + ")" : text;
+}
+
+CheckpointMeta Trainer::meta(bool finished, std::optional<StopReason> stop) const {
   CheckpointMeta m;
   m.config = config_;
   m.class_names = splits_.classes();
@@ -312,20 +317,21 @@ CheckpointMeta Trainer::meta(bool finished, const std::string& stop_reason) cons
   m.best_step = early_stopping_.best_step();
   m.validations_since_best = early_stopping_.since_best();
   m.finished = finished;
-  m.stop_reason = stop_reason;
+  m.stop_reason = stop ? enum_name(*stop) : "";
   store_running_totals(m, totals_);
   m.elapsed_s = elapsed_before_ + seconds_since(session_start_);
   return m;
 }
 
-void Trainer::save(const std::string& name, bool finished, const std::string& stop_reason) {
+void Trainer::save(const std::string& name, bool finished, std::optional<StopReason> stop) {
   if (!is_main()) return;  // the ranks hold the same weights and optimizer state
-  save_training_checkpoint(run_dir_ + "/" + name, model_, *optimizer_, meta(finished, stop_reason));
+  save_training_checkpoint(run_dir_ + "/" + name, model_, *optimizer_, meta(finished, stop));
 }
 
 TrainSummary Trainer::fit() {
   if (is_main()) fs::create_directories(run_dir_);
   TrainSummary summary;
+  std::optional<StopReason> stopped;  // set when a reason to stop arrives
   const int64_t total_steps = config_.train.epochs * steps_per_epoch_;
   if (resume_) {
     const CheckpointMeta m = restore_training_checkpoint(*resume_, model_, *optimizer_);
@@ -334,7 +340,10 @@ TrainSummary Trainer::fit() {
                             /*has_best=*/m.best_step > 0);
     spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", *resume_, step_,
                  step_ / steps_per_epoch_ + 1, m.best_metric);
-    if (m.finished) summary.stop_reason = "already finished (" + m.stop_reason + ")";
+    if (m.finished) {
+      stopped = StopReason::kAlreadyFinished;
+      summary.stopped_before = m.stop_reason;
+    }
     totals_ = stored_running_totals(m, *resume_);
     elapsed_before_ = m.elapsed_s > 0 ? m.elapsed_s : recorded_elapsed(run_dir_, step_);
   }
@@ -352,7 +361,7 @@ TrainSummary Trainer::fit() {
   start_cuda_graph_if_wanted();
   last_read_ = Clock::now();
   const int64_t first_step = step_;
-  while (summary.stop_reason.empty() && step_ < total_steps) {
+  while (!stopped && step_ < total_steps) {
     const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
     if (in_epoch == 0 || step_ == first_step)
       progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
@@ -369,7 +378,7 @@ TrainSummary Trainer::fit() {
     ++step_;
     if (const auto snapshot = snapshot_due(step_, steps_per_epoch_, config_.train.snapshot_every)) {
       if (is_main()) fs::create_directories(fs::path(run_dir_) / "snapshots");
-      save(*snapshot, /*finished=*/false, "");
+      save(*snapshot, /*finished=*/false);
     }
     if (!read_due(step_)) continue;
     const bool stop = read_step_totals();
@@ -407,27 +416,27 @@ TrainSummary Trainer::fit() {
                    : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
                                  early_stopping_.best_step()),
           r.lr, r.images_per_sec, r.elapsed_s);
-      if (early_stopping_.should_stop()) summary.stop_reason = "patience exhausted";
-      const bool finished = !summary.stop_reason.empty() || step_ == total_steps;
-      if (improved) save("best.pt", finished, summary.stop_reason);
-      save("last.pt", finished,
-           finished && summary.stop_reason.empty() ? "epochs done" : summary.stop_reason);
+      if (early_stopping_.should_stop()) stopped = StopReason::kPatienceExhausted;
+      const bool finished = stopped.has_value() || step_ == total_steps;
+      // best.pt says why only when training stopped early (as it always has).
+      if (improved) save("best.pt", finished, stopped);
+      save("last.pt", finished, finished ? stopped.value_or(StopReason::kEpochsDone) : stopped);
     }
     last_read_ = Clock::now();  // validation and checkpoints are not training time
-    if (summary.stop_reason.empty() && stop) {
+    if (!stopped && stop) {
       progress.clear();
-      summary.stop_reason = "interrupted";
-      save("last.pt", /*finished=*/false, "");
+      stopped = StopReason::kInterrupted;
+      save("last.pt", /*finished=*/false);
     }
   }
   progress.clear();
-  if (summary.stop_reason.empty()) summary.stop_reason = "epochs done";
+  summary.stop_reason = stopped.value_or(StopReason::kEpochsDone);
   summary.steps = step_;
   summary.epochs = double(step_) / double(steps_per_epoch_);
   summary.best_val_acc = early_stopping_.best();
   summary.best_step = early_stopping_.best_step();
   summary.train_seconds = seconds_since(session_start_);
-  if (summary.stop_reason != "interrupted") summary.test = test_best();
+  if (summary.stop_reason != StopReason::kInterrupted) summary.test = test_best();
   if (is_main()) write_summary(summary);
   return summary;
 }
@@ -463,7 +472,7 @@ Precision Trainer::test_precision() const {
 }
 
 void Trainer::write_summary(const TrainSummary& s) const {
-  nlohmann::json j = {{"stop_reason", s.stop_reason},
+  nlohmann::json j = {{"stop_reason", s.stop_text()},
                       {"steps", s.steps},
                       {"epochs", s.epochs},
                       {"best_val_acc", s.best_val_acc},

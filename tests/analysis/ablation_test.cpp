@@ -99,10 +99,10 @@ TEST_F(AblationTest, LogitsAfterAnUnchangedBlockAreTheModels) {
 }
 
 TEST(AblationMode, ParsesItsNames) {
-  EXPECT_EQ(parse_ablation_mode("mean"), AblationMode::kMean);
-  EXPECT_EQ(ablation_mode_name(parse_ablation_mode("zero")), "zero");
-  EXPECT_EQ(error_of([] { parse_ablation_mode("noise"); }),
-            "ablation mode: unknown value 'noise'; expected zero or mean");
+  EXPECT_EQ(enum_named<AblationMode>("mean", "--mode"), AblationMode::kMean);
+  EXPECT_STREQ(enum_name(enum_named<AblationMode>("zero", "--mode")), "zero");
+  EXPECT_EQ(error_of([] { enum_named<AblationMode>("noise", "--mode", ""); }),
+            "--mode is 'noise', expected zero | mean");
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ TEST(AttentionRollout, HeadFusionMeanMaxMin) {
   for (const auto& c : cases) {
     RolloutOptions options;
     options.fusion = c.fusion;
-    const auto name = head_fusion_name(c.fusion);
+    const std::string name = enum_name(c.fusion);
     EXPECT_TRUE(near(rollout_matrix(attentions, options)[0][0], values(c.row, {5}))) << name;
     EXPECT_TRUE(near(rollout_masks(attentions, options), values(c.mask, {1, 2, 2}))) << name;
   }
@@ -142,13 +142,13 @@ TEST(AttentionRollout, HeadFusionMeanMaxMin) {
 
 TEST(AttentionRollout, HeadFusionNamesRoundTrip) {
   for (auto fusion : {HeadFusion::kMean, HeadFusion::kMax, HeadFusion::kMin}) {
-    EXPECT_EQ(parse_head_fusion(head_fusion_name(fusion)), fusion);
+    EXPECT_EQ(enum_named<HeadFusion>(enum_name(fusion), "analysis.head_fusion"), fusion);
   }
-  EXPECT_EQ(head_fusion_name(HeadFusion::kMin), "min");
-  EXPECT_EQ(rollout_source_name(RolloutSource::kClassToken), "class_token");
-  EXPECT_EQ(rollout_source_name(RolloutSource::kPatchMean), "patch_mean");
-  expect_error([] { parse_head_fusion("avg"); },
-               "head fusion: unknown value 'avg'; expected one of mean, max, min");
+  EXPECT_STREQ(enum_name(HeadFusion::kMin), "min");
+  EXPECT_STREQ(enum_name(RolloutSource::kClassToken), "class_token");
+  EXPECT_STREQ(enum_name(RolloutSource::kPatchMean), "patch_mean");
+  expect_error([] { enum_named<HeadFusion>("avg", "analysis.head_fusion"); },
+               "invalid config: analysis.head_fusion is 'avg', expected mean | max | min");
 }
 
 // Patch-to-patch block (rows/cols 1..4) of kDiscard, with row-major positions:

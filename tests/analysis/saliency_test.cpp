@@ -74,10 +74,9 @@ TEST(GradientRollout, MismatchedGradientsAreClearErrors) {
 
 TEST(SaliencyMethod, NamesRoundTrip) {
   for (const char* name : {"grad", "grad-x-input", "grad-rollout"})
-    EXPECT_EQ(saliency_method_name(parse_saliency_method(name)), name);
-  EXPECT_EQ(error_of([] { parse_saliency_method("lrp"); }),
-            "saliency method: unknown value 'lrp'; expected one of grad, grad-x-input, "
-            "grad-rollout");
+    EXPECT_STREQ(enum_name(enum_named<SaliencyMethod>(name, "--method")), name);
+  EXPECT_EQ(error_of([] { enum_named<SaliencyMethod>("lrp", "--method", ""); }),
+            "--method is 'lrp', expected grad | grad-x-input | grad-rollout");
 }
 
 class SaliencyOnAModel : public ::testing::Test {

@@ -35,7 +35,7 @@ TEST(RolloutCli, GoodFlagsSetTheRightFields) {
   EXPECT_EQ(o->model.out, "maps");
   EXPECT_EQ(o->samples, 9);
   EXPECT_TRUE(o->images.empty());
-  EXPECT_EQ(o->head_fusion, "max");
+  EXPECT_EQ(o->head_fusion, HeadFusion::kMax);
   EXPECT_EQ(o->discard_ratio, 0.9);
   EXPECT_EQ(o->common.seed, 4u);
 }

@@ -29,13 +29,13 @@ TEST(SaliencyCli, FlagsAndDefaults) {
   Cli cli;
   auto o = register_saliency(cli);
   cli.parse({"saliency", "--method", "grad", "--class", "3", "--samples", "4", "--out", "d"});
-  EXPECT_EQ(o->method, "grad");
+  EXPECT_EQ(o->method, SaliencyMethod::kGrad);
   EXPECT_EQ(o->target_class, 3);
   EXPECT_EQ(o->samples, 4);
   Cli defaults;
   auto d = register_saliency(defaults);
   defaults.parse({"saliency"});
-  EXPECT_EQ(d->method, "grad-rollout");
+  EXPECT_EQ(d->method, SaliencyMethod::kGradRollout);
   EXPECT_FALSE(d->target_class.has_value());
   const std::string file = std::string(VIT_SOURCE_DIR) + "/CMakeLists.txt";
   for (const auto& args :

@@ -148,7 +148,7 @@ TEST_F(CudaTest, Bf16AndFp16TrainingLearns) {
     c.train.bf16_activations = bf16_activations;
     Trainer trainer(c, testing::texture_splits(), kCuda, run(name));
     const TrainSummary s = trainer.fit();
-    EXPECT_EQ(s.stop_reason, "epochs done") << name;
+    EXPECT_EQ(s.stop_reason, StopReason::kEpochsDone) << name;
     EXPECT_GT(s.best_val_acc, 0.9) << name;
     ASSERT_TRUE(s.test.has_value());
     EXPECT_GT(s.test->accuracy, 0.9) << name;
@@ -178,7 +178,7 @@ TEST_F(CudaTest, TwoGraphCapturedRunsInOneProcess) {
   for (const std::string name : {"first", "second"}) {
     Trainer trainer(testing::texture_config(), testing::texture_splits(), kCuda, run(name));
     const TrainSummary s = trainer.fit();
-    EXPECT_EQ(s.stop_reason, "epochs done") << name;
+    EXPECT_EQ(s.stop_reason, StopReason::kEpochsDone) << name;
     EXPECT_EQ(trainer.cuda_graph_replays(), s.steps - 3) << name;
   }
 }

@@ -75,9 +75,9 @@ TEST(DistributedEnvTest, PartialOrMalformedEnvironmentIsAnError) {
 }
 
 TEST(DistributedBackendTest, AutoIsGlooOnTheCpuAndNcclNeedsCuda) {
-  EXPECT_EQ(choose_backend("auto", c10::kCPU), "gloo");
-  EXPECT_EQ(choose_backend("gloo", c10::kCPU), "gloo");
-  EXPECT_EQ(testing::error_of([] { choose_backend("nccl", c10::kCPU); }),
+  EXPECT_EQ(choose_backend(DistBackend::kAuto, c10::kCPU), DistBackend::kGloo);
+  EXPECT_EQ(choose_backend(DistBackend::kGloo, c10::kCPU), DistBackend::kGloo);
+  EXPECT_EQ(testing::error_of([] { choose_backend(DistBackend::kNccl, c10::kCPU); }),
             "train.dist_backend nccl needs a CUDA device, and this run is on cpu (use gloo, or "
             "auto)");
 }

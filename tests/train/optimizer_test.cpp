@@ -55,7 +55,7 @@ void backward_on(VisionTransformer& model, int64_t seed) {
 
 TrainConfig recipe(const std::string& rule) {
   TrainConfig t;
-  t.optimizer = rule;
+  t.optimizer = enum_named<OptimizerRule>(rule, "train.optimizer");
   t.weight_decay = 0.1;
   t.betas = {0.8, 0.95};
   t.momentum = 0.7;
@@ -67,7 +67,7 @@ std::unique_ptr<torch::optim::Optimizer> torch_optimizer(VisionTransformer& mode
                                                          const TrainConfig& t) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
   for (const auto& g : parameter_groups(model, t)) {
-    if (t.optimizer == "sgd")
+    if (t.optimizer == OptimizerRule::kSgd)
       groups.emplace_back(
           g.parameters,
           std::make_unique<torch::optim::SGDOptions>(
@@ -78,7 +78,7 @@ std::unique_ptr<torch::optim::Optimizer> torch_optimizer(VisionTransformer& mode
                                                 .betas({t.betas[0], t.betas[1]})
                                                 .weight_decay(g.weight_decay)));
   }
-  if (t.optimizer == "sgd")
+  if (t.optimizer == OptimizerRule::kSgd)
     return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(1.0));
   return std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(1.0));
 }

@@ -96,7 +96,7 @@ TEST_F(StreamedTrainingTest, ARandomResizedCropRunResumedMidEpochEndsAsAnUnbroke
 
   request_stop();  // the first run stops after its first step, mid-epoch
   const TrainSummary interrupted = train(c, "resumed");
-  EXPECT_EQ(interrupted.stop_reason, "interrupted");
+  EXPECT_EQ(interrupted.stop_reason, StopReason::kInterrupted);
   EXPECT_EQ(interrupted.steps, 1);
   clear_stop_request();
   const TrainSummary finished = train(c, "resumed", run("resumed") + "/last.pt");

@@ -42,7 +42,7 @@ class TrainerTest : public ::testing::Test {
 TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
   Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("a"));
   const TrainSummary s = trainer.fit();
-  EXPECT_EQ(s.stop_reason, "epochs done");
+  EXPECT_EQ(s.stop_reason, StopReason::kEpochsDone);
   EXPECT_EQ(s.steps, 6 * 12);  // 192 images / batch 16 = 12 steps per epoch
   const auto records = MetricsLog::read(run("a") + "/metrics.jsonl");
   ASSERT_EQ(records.size(), 6u);  // one validation per epoch
@@ -64,7 +64,7 @@ TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
 // The other optimizer and the CPU's mixed precision learn the same task.
 TEST_F(TrainerTest, SgdWithBf16AutocastAlsoLearns) {
   Config c = testing::texture_config();
-  c.train.optimizer = "sgd";
+  c.train.optimizer = OptimizerRule::kSgd;
   c.train.lr = 0.1;
   c.train.precision = Precision::kBf16;
   Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("sgd"));
@@ -97,7 +97,7 @@ TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
   Trainer first(c, testing::texture_splits(), c10::kCPU, run("resumed"));
   request_stop();
   const TrainSummary interrupted = first.fit();
-  EXPECT_EQ(interrupted.stop_reason, "interrupted");
+  EXPECT_EQ(interrupted.stop_reason, StopReason::kInterrupted);
   EXPECT_EQ(interrupted.steps, 1);
   EXPECT_FALSE(interrupted.test.has_value());
   clear_stop_request();
@@ -105,7 +105,7 @@ TEST_F(TrainerTest, InterruptedRunResumesToTheSameResult) {
   Trainer second(c, testing::texture_splits(), c10::kCPU, run("resumed"),
                  run("resumed") + "/last.pt");
   const TrainSummary finished = second.fit();
-  EXPECT_EQ(finished.stop_reason, "epochs done");
+  EXPECT_EQ(finished.stop_reason, StopReason::kEpochsDone);
   EXPECT_EQ(finished.steps, expected.steps);
   EXPECT_DOUBLE_EQ(finished.best_val_acc, expected.best_val_acc);
   ASSERT_TRUE(finished.test && expected.test);
@@ -133,7 +133,7 @@ TEST_F(TrainerTest, ResumingAnOldCheckpointContinuesTheRecordedRunTime) {
   {
     Trainer first(c, testing::texture_splits(), c10::kCPU, run("old"));
     request_stop();  // stops after step 1 and its validation
-    ASSERT_EQ(first.fit().stop_reason, "interrupted");
+    ASSERT_EQ(first.fit().stop_reason, StopReason::kInterrupted);
     clear_stop_request();
   }
   const auto last = run("old") + "/last.pt";
@@ -169,7 +169,7 @@ TEST_F(TrainerTest, ResumingAFinishedRunTrainsNoFurther) {
   Trainer again(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("c"),
                 run("c") + "/last.pt");
   const TrainSummary s = again.fit();
-  EXPECT_EQ(s.stop_reason, "already finished (epochs done)");
+  EXPECT_EQ(s.stop_text(), "already finished (epochs done)");
   EXPECT_EQ(s.steps, done.steps);
   EXPECT_EQ(MetricsLog::read(run("c") + "/metrics.jsonl").size(), 6u);
 }
@@ -183,7 +183,7 @@ TEST_F(TrainerTest, EarlyStoppingEndsTheRunAndKeepsTheBest) {
   c.train.early_stop_min_delta = 0.5;
   Trainer trainer(c, testing::texture_splits(), c10::kCPU, run("d"));
   const TrainSummary s = trainer.fit();
-  EXPECT_EQ(s.stop_reason, "patience exhausted");
+  EXPECT_EQ(s.stop_reason, StopReason::kPatienceExhausted);
   EXPECT_EQ(s.steps, 3 * 12);  // validations 1 (best), 2 and 3 (no improvement) -> stop
   EXPECT_EQ(s.best_step, 12);
   EXPECT_EQ(read_checkpoint_meta(run("d") + "/best.pt").step, 12);
@@ -250,7 +250,7 @@ TEST_F(TrainerTest, NonFiniteValidationLossKeepsTheLastGoodCheckpoint) {
   {
     Trainer first(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("k"));
     request_stop();  // stops after step 1 with a good last.pt
-    ASSERT_EQ(first.fit().stop_reason, "interrupted");
+    ASSERT_EQ(first.fit().stop_reason, StopReason::kInterrupted);
     clear_stop_request();
   }
   const auto last = run("k") + "/last.pt";

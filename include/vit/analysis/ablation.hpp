@@ -15,15 +15,17 @@
 #include <ATen/core/Tensor.h>
 
 #include "vit/analysis/image_batches.hpp"
+#include "vit/enum_names.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {
 
-enum class AblationMode { kZero, kMean };
-
-// "zero" | "mean"; anything else throws vit::Error listing them.
-AblationMode parse_ablation_mode(const std::string& text);
-std::string ablation_mode_name(AblationMode mode);
+enum class AblationMode { kZero, kMean };  // what replaces a removed head's output
+template <>
+struct EnumNames<AblationMode> {
+  static constexpr std::pair<AblationMode, const char*> table[] = {{AblationMode::kZero, "zero"},
+                                                                  {AblationMode::kMean, "mean"}};
+};
 
 struct LossAndAccuracy {
   double loss = 0;      // mean cross-entropy, natural log

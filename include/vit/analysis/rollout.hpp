@@ -17,19 +17,18 @@
 
 namespace vit {
 
-// How one layer's heads become one (B,N,N) matrix.
-enum class HeadFusion { kMean, kMax, kMin };
-
-// "mean" | "max" | "min"; anything else throws vit::Error listing the choices.
-HeadFusion parse_head_fusion(const std::string& text);
-std::string head_fusion_name(HeadFusion fusion);  // the text parse_head_fusion reads
+// How one layer's heads become one (B,N,N) matrix: HeadFusion, in config.hpp.
 
 // Which row of the rollout matrix becomes the map.
 enum class RolloutSource {
   kClassToken,  // R[0, 1:]: for pool "cls", the class token is what the head reads
   kPatchMean,   // mean over rows 1..N-1 of R[:, 1:]: for pool "mean"
 };
-std::string rollout_source_name(RolloutSource source);  // "class_token" | "patch_mean"
+template <>
+struct EnumNames<RolloutSource> {
+  static constexpr std::pair<RolloutSource, const char*> table[] = {
+      {RolloutSource::kClassToken, "class_token"}, {RolloutSource::kPatchMean, "patch_mean"}};
+};
 // The row a model's head reads: the class token's for pool cls, the patch
 // rows' mean for pool mean (a mean-pooled head reads every patch token).
 RolloutSource rollout_source_of(Pool pool);

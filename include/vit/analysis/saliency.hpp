@@ -25,15 +25,19 @@
 #include <ATen/core/Tensor.h>
 
 #include "vit/analysis/rollout.hpp"
+#include "vit/enum_names.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {
 
 enum class SaliencyMethod { kGrad, kGradXInput, kGradRollout };
-
-// "grad" | "grad-x-input" | "grad-rollout"; anything else throws vit::Error listing them.
-SaliencyMethod parse_saliency_method(const std::string& text);
-std::string saliency_method_name(SaliencyMethod method);
+template <>
+struct EnumNames<SaliencyMethod> {
+  static constexpr std::pair<SaliencyMethod, const char*> table[] = {
+      {SaliencyMethod::kGrad, "grad"},
+      {SaliencyMethod::kGradXInput, "grad-x-input"},
+      {SaliencyMethod::kGradRollout, "grad-rollout"}};
+};
 
 // The grad-rollout map from the attention (B,H,N,N) of every layer and the
 // gradient of the explained logit with respect to it (same shapes): the class

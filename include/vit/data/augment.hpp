@@ -13,15 +13,11 @@
 
 namespace vit::data {
 
-enum class Padding { kZeros, kReflect };
-// "zeros" | "reflect"; anything else is an error naming data.augment.padding_mode.
-Padding parse_padding(const std::string& mode);
-
 // A random H x W crop of each image padded by `padding` pixels on every side,
 // mirrored left-right with probability 1/2 when `hflip`. The padding is never
 // materialised: one gather reads each output pixel from its source pixel.
 // Any dtype; (B, C, H, W) -> (B, C, H, W). Reflect needs padding < min(H, W).
-at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, Padding mode, bool hflip,
+at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, PaddingMode mode, bool hflip,
                             Rng& rng);
 
 struct Augmented {

@@ -17,6 +17,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "vit/config.hpp"
+
 namespace vit {
 
 // One process's place in the world, from torchrun's environment.
@@ -52,9 +54,9 @@ struct GlooBinding {
 GlooBinding gloo_binding(const std::string& master_addr, const std::string& socket_ifname);
 bool is_loopback_address(const std::string& address);  // localhost, 127.0.0.0/8, ::1
 
-// "nccl" for a CUDA device and "gloo" for the CPU when `requested` is "auto";
+// nccl for a CUDA device and gloo for the CPU when `requested` is auto;
 // otherwise `requested`, checked against the device and this build.
-std::string choose_backend(const std::string& requested, c10::Device device);
+DistBackend choose_backend(DistBackend requested, c10::Device device);
 
 class ProcessGroup {
  public:
@@ -63,7 +65,7 @@ class ProcessGroup {
   // bounds every later collective, so a dead rank ends the others with an
   // error instead of a hang.
   // `device` is where the collectives' tensors live (CUDA for NCCL).
-  static std::unique_ptr<ProcessGroup> join(const DistributedEnv& env, const std::string& backend,
+  static std::unique_ptr<ProcessGroup> join(const DistributedEnv& env, DistBackend backend,
                                             std::chrono::milliseconds timeout, c10::Device device);
   // For tests: ranks of one process (threads) sharing an in-memory store.
   // `store` comes from make_local_store().
@@ -76,7 +78,7 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   bool is_main() const { return rank_ == 0; }
-  const std::string& backend() const { return backend_; }
+  DistBackend backend() const { return backend_; }
   c10::Device device() const { return device_; }
 
   // Sums `tensor` over the ranks, in place.
@@ -92,7 +94,7 @@ class ProcessGroup {
 
  private:
   struct Impl;
-  ProcessGroup(std::unique_ptr<Impl> impl, int rank, int world_size, std::string backend,
+  ProcessGroup(std::unique_ptr<Impl> impl, int rank, int world_size, DistBackend backend,
                c10::Device device);
   // Runs one collective; an error from c10d becomes a vit::Error naming this
   // rank and the collective.
@@ -102,7 +104,7 @@ class ProcessGroup {
   std::unique_ptr<Impl> impl_;
   int rank_;
   int world_size_;
-  std::string backend_;
+  DistBackend backend_;
   c10::Device device_;
 };
 

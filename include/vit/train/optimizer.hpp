@@ -86,7 +86,7 @@ class Optimizer {
   void load_legacy(torch::serialize::InputArchive& archive, const std::string& source);
 
   std::vector<ParameterGroup> groups_;
-  std::string rule_;  // "adamw" | "sgd"
+  OptimizerRule rule_;
   double beta1_, beta2_, momentum_;
   double eps_ = 1e-8;
   std::vector<Slot> slots_;

@@ -27,9 +27,22 @@
 
 namespace vit {
 
+// Why training stopped.
+enum class StopReason { kEpochsDone, kPatienceExhausted, kInterrupted, kAlreadyFinished };
+template <>
+struct EnumNames<StopReason> {
+  static constexpr std::pair<StopReason, const char*> table[] = {
+      {StopReason::kEpochsDone, "epochs done"},
+      {StopReason::kPatienceExhausted, "patience exhausted"},
+      {StopReason::kInterrupted, "interrupted"},
+      {StopReason::kAlreadyFinished, "already finished"}};
+};
+
 struct TrainSummary {
-  std::string
-      stop_reason;  // "patience exhausted", "epochs done", "interrupted", "already finished"
+  StopReason stop_reason = StopReason::kEpochsDone;
+  std::string stopped_before;  // kAlreadyFinished: why the resumed run had stopped
+  // "epochs done", or "already finished (epochs done)": for logs and summary.json
+  std::string stop_text() const;
   int64_t steps = 0;
   double epochs = 0;  // fractional epochs trained
   double best_val_acc = 0;
@@ -89,8 +102,9 @@ class Trainer {
   bool validation_due(int64_t step) const;
   // Throws vit::Error naming the value, the step and the last good checkpoint.
   [[noreturn]] void stop_on_non_finite(const std::string& what, double value, int64_t step) const;
-  CheckpointMeta meta(bool finished, const std::string& stop_reason) const;
-  void save(const std::string& name, bool finished, const std::string& stop_reason);
+  // `stop`: why training ended, when `finished`
+  CheckpointMeta meta(bool finished, std::optional<StopReason> stop) const;
+  void save(const std::string& name, bool finished, std::optional<StopReason> stop = std::nullopt);
   std::optional<EvalResult> test_best();
   // The final test's precision: the training one where the device runs it.
   Precision test_precision() const;
