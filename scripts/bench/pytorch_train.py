@@ -13,7 +13,17 @@ metrics.jsonl does), wall seconds and peak resident memory.
                  training path on LibTorch 1.13)
 --model sdpa     F.scaled_dot_product_attention (vit's training path on >= 2.0)
 --model timm     timm's VisionTransformer, what a user would run instead
---compile        torch.compile the model (PyTorch >= 2.0)
+--fused-attn on|off   timm's attention through F.scaled_dot_product_attention
+                 (timm's default, on) or its explicit softmax (off), set with
+                 timm.layers.set_fused_attn before the model is built
+--optimizer for-loop|foreach|fused   torch.optim.AdamW's implementation; the
+                 default leaves it to torch (on the CPU: the for-loop one)
+--compile [MODE] torch.compile the model (PyTorch >= 2.0) in MODE (no value:
+                 "default"); --warmup steps run first, untimed, so that the
+                 compile stays outside the timed window
+--warmup N       train N untimed steps on the epoch's first batches before
+                 the timed epoch (default 0; the compiled contenders take 3:
+                 the forward and backward graphs compile in the first)
 --profile FILE   record steps 11..20 with PyTorch's autograd profiler and write
                  each operator's calls, total and self time per step as JSON,
                  in the format of `vit train --profile` (for
@@ -103,7 +113,10 @@ class ViT(nn.Module):
 
 def make_model(a):
     if a.model == "timm":
+        from timm.layers import set_fused_attn
         from timm.models.vision_transformer import VisionTransformer
+        if a.fused_attn is not None:  # read by each Attention when it is built
+            set_fused_attn(a.fused_attn == "on")
         return VisionTransformer(img_size=a.image_size, patch_size=a.patch_size, in_chans=3,
                                  num_classes=a.num_classes, embed_dim=a.dim, depth=a.depth,
                                  num_heads=a.heads, mlp_ratio=a.mlp_dim / a.dim, qkv_bias=True,
@@ -136,14 +149,19 @@ def write_profile(path, profiler, steps):
         json.dump({"source": "pytorch " + torch.__version__, "steps": steps, "ops": ops}, f, indent=1)
 
 
-def adamw_with_decay_on_weights(model, fused=False):
+def adamw_with_decay_on_weights(model, fused=False, implementation=None):
     """AdamW as vit sets it up: weight decay 0.05 on the weight matrices, none
     on biases, norms, the class token and the position embedding. `fused`
-    (CUDA, torch >= 2.0) is the single-kernel AdamW a careful GPU user picks."""
+    (CUDA, torch >= 2.0) is the single-kernel AdamW a careful GPU user picks;
+    `implementation` ("for-loop", "foreach" or "fused", torch >= 2.4 on the
+    CPU for fused) names one outright, None leaves the choice to torch."""
     decays = lambda n, p: p.dim() >= 2 and "token" not in n and "pos_embed" not in n
     decay = [p for n, p in model.named_parameters() if decays(n, p)]
     plain = [p for n, p in model.named_parameters() if not decays(n, p)]
-    extra = {"fused": True} if fused else {}
+    if fused:
+        implementation = "fused"
+    extra = {"for-loop": {"foreach": False, "fused": False}, "foreach": {"foreach": True},
+             "fused": {"fused": True}}.get(implementation, {})
     return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
                               {"params": plain, "weight_decay": 0.0}], lr=1e-3, **extra)
 
@@ -162,6 +180,27 @@ def train_step(model, step_model, optimizer, images, labels, lr, autocast):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     return loss.detach()
+
+
+def describe(a, model, optimizer):
+    """The contender's exact configuration in words: library versions, the
+    attention the model's modules really run, AdamW's implementation, the
+    compile mode and the untimed warm-up."""
+    words = [f"torch {torch.__version__.split('+')[0]}"]
+    if a.model == "timm":
+        import timm
+        fused = {m.fused_attn for m in model.modules() if hasattr(m, "fused_attn")}
+        words = [f"timm {timm.__version__}"] + words + [
+            "fused attention " + "/".join("on" if f else "off" for f in sorted(fused))]
+    else:
+        words.append("SDPA" if a.model == "sdpa" else "explicit attention")
+    group = optimizer.param_groups[0]
+    words.append("AdamW " + ("fused" if group.get("fused") else "foreach" if group.get("foreach")
+                             else "for-loop"))
+    words.append(f"torch.compile mode={a.compile}" if a.compile else "eager")
+    if a.warmup:
+        words.append(f"{a.warmup} untimed warm-up steps")
+    return ", ".join(words)
 
 
 def add_job_arguments(p):
@@ -185,7 +224,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", required=True)
     p.add_argument("--model", choices=["manual", "sdpa", "timm"], default="manual")
-    p.add_argument("--compile", action="store_true")
+    p.add_argument("--fused-attn", choices=["on", "off"])
+    p.add_argument("--optimizer", choices=["for-loop", "foreach", "fused"])
+    p.add_argument("--compile", nargs="?", const="default", default=None,
+                   choices=["default", "max-autotune", "max-autotune-no-cudagraphs"])
+    p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--val", type=int, default=500)
     p.add_argument("--profile")
     add_job_arguments(p)
@@ -199,8 +242,8 @@ def main():
     std = torch.tensor([0.2470, 0.2435, 0.2616]).view(1, 3, 1, 1) * 255
 
     model = make_model(a)
-    optimizer = adamw_with_decay_on_weights(model)
-    step_model = torch.compile(model) if a.compile else model
+    optimizer = adamw_with_decay_on_weights(model, implementation=a.optimizer)
+    step_model = torch.compile(model, mode=a.compile) if a.compile else model
     # PyTorch 1.13 refuses a float32 autocast even when disabled.
     autocast = lambda: (torch.autocast("cpu", dtype=torch.bfloat16) if a.precision == "bf16" else
                         contextlib.nullcontext())
@@ -209,6 +252,12 @@ def main():
     order = torch.randperm(len(train_x), generator=generator)
     train_seconds, seen, loss_sum = 0.0, 0, torch.zeros(())
     model.train()
+    warmup_start = time.perf_counter()
+    for step in range(a.warmup):  # untimed: torch.compile compiles here
+        index = order[(step % steps) * a.batch:(step % steps + 1) * a.batch]
+        images = (augment(train_x[index], 4, generator) - mean) / std  # (B, C, S, S)
+        train_step(model, step_model, optimizer, images, train_y[index], 1e-3 / steps, autocast)
+    warmup_seconds = time.perf_counter() - warmup_start
     profile_first, profile_steps, profiler = 10, 10, None
     for step in range(steps):
         if a.profile and step == profile_first:
@@ -233,8 +282,9 @@ def main():
             images = (val_x[i:i + a.batch].float() - mean) / std
             correct += int((step_model(images).argmax(1) == val_y[i:i + a.batch]).sum())
     print(json.dumps({
-        "torch": torch.__version__, "model": a.model + ("+compile" if a.compile else ""),
+        "torch": torch.__version__, "model": a.model, "config": describe(a, model, optimizer),
         "precision": a.precision, "batch": a.batch, "images_per_sec": seen / train_seconds,
+        "warmup_steps": a.warmup, "warmup_s": warmup_seconds,
         "train_loss": float(loss_sum) / steps, "val_acc": correct / len(val_x),
         "wall_s": time.perf_counter() - start,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

@@ -15,15 +15,29 @@
 #                both lines
 #   loop-debian, loop-pip   the same loop on one line, whatever vit links
 #   loop-sdpa    the loop on pip's torch with F.scaled_dot_product_attention
-#   timm         timm's ViT, eager, on pip's torch (the pip line's environment)
-#   timm-compile the same under torch.compile
-#   gemm-floor   scripts/bench/gemm_floor.py: only the matrix products of each
-#                step, on the PyTorch of vit's line; the bound they set
+#   timm         timm's ViT, eager, on pip's torch (the pip line's environment),
+#                in timm's fastest CPU configuration on the job (measured
+#                2026-11-27, docs/benchmarks.md): fused attention TIMM_ATTN,
+#                AdamW TIMM_ADAMW
+#   timm-compile the same under torch.compile (mode "default"), with 3
+#                untimed warm-up steps first: the compile stays outside the
+#                timed window
+#   timm-autotune    the same with mode "max-autotune" (its compile takes
+#                minutes, also untimed)
+#                Any timm contender takes suffixes that override one choice:
+#                -sdpa or -explicit (timm's fused attention on or off),
+#                -adamw-loop, -adamw-foreach or -adamw-fused; e.g.
+#                timm-compile-sdpa-adamw-fused
+#   gemm-floor   scripts/bench/gemm_floor.py: only the matrix products of
+#                vit's step (the last block's for the class token's rows
+#                alone, as vit computes them), on the PyTorch of vit's line;
+#                the bound they set
 #   gemm-floor-cold   the same with every product's operands and output its
 #                own, as each layer's are in training: not cache-warm
 #   vit@DIR      DIR/vit train, to compare builds (the LibTorch lines, say)
 # It prints the median train images/s, whole-process wall seconds and peak RSS
-# of each, and the first contender's ratio to each.
+# of each, the first contender's ratio to each, and then each contender's
+# exact configuration (library versions, attention, AdamW, compile mode).
 #
 # Usage: scripts/bench/vs_pytorch.sh [SETTING...]   SETTING = precision/batch,
 #        default: bf16/128 fp32/128 fp32/16
@@ -43,6 +57,7 @@ WORK=${WORK:-/tmp/vit-bench-vs-pytorch}
 venv=${VIT_TORCH2_VENV:-$HOME/.cache/vit/torch-2.15.0}
 pip_python=$venv/bin/python
 CONTENDERS=${CONTENDERS:-"vit loop timm timm-compile"}
+TIMM_ATTN=off TIMM_ADAMW=fused  # timm's fastest on the job: docs/benchmarks.md, 2026-11-27
 settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(bf16/128 fp32/128 fp32/16)
 [[ -x $VIT ]] || { echo "bench_vs_pytorch: missing $VIT: run scripts/build.sh first" >&2; exit 1; }
@@ -88,14 +103,25 @@ run_one() {
       /usr/bin/time -f '%e %M' -o "$timing" "$binary" train --config "$(job_config "$precision" "$batch")" \
         --out "$out" --threads "$THREADS" -q ${profile:+--profile "$profile"} >"$log" 2>&1 ||
         { cat "$log" >&2; return 1; }
-      ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1) ;;
+      ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1)
+      echo "$binary, LibTorch $("$binary" --version 2>/dev/null | sed -n 's/.*LibTorch \([0-9.]*\).*/\1/p' | head -1)" \
+        > "$WORK/config-$who.txt" ;;
     *)
       local py=$pip_python model=timm extra=() script=scripts/bench/pytorch_train.py
       [ "$who" = loop ] && who=loop-$vit_line
       [ "$who" = loop-debian ] && { py=/usr/bin/python3; model=manual; }
       [ "$who" = loop-pip ] && model=manual
       [ "$who" = loop-sdpa ] && model=sdpa
-      [ "$who" = timm-compile ] && extra=(--compile)
+      if [[ $who = timm* ]]; then  # timm[-compile|-autotune][-sdpa|-explicit][-adamw-KIND]
+        local attn=$TIMM_ATTN adamw=$TIMM_ADAMW
+        [[ $who = *-sdpa* ]] && attn=on
+        [[ $who = *-explicit* ]] && attn=off
+        [[ $who =~ -adamw-(loop|foreach|fused) ]] && adamw=${BASH_REMATCH[1]}
+        [ "$adamw" = loop ] && adamw=for-loop
+        extra=(--fused-attn "$attn" --optimizer "$adamw")
+        [[ $who = timm-compile* ]] && extra+=(--compile default --warmup 3)
+        [[ $who = timm-autotune* ]] && extra+=(--compile max-autotune --warmup 3)
+      fi
       local job=(--root "$data" --model "$model" "${extra[@]}" ${profile:+--profile "$profile"})
       if [[ $who = gemm-floor* ]]; then  # the products alone, on the PyTorch of vit's line
         [ "$vit_line" = debian ] && py=/usr/bin/python3
@@ -104,7 +130,8 @@ run_one() {
       fi
       /usr/bin/time -f '%e %M' -o "$timing" "$py" "$script" "${job[@]}" --precision "$precision" \
         --batch "$batch" --threads "$THREADS" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
-      ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1) ;;
+      ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1)
+      sed -n 's/.*"config": "\([^"]*\)".*/\1/p' "$log" | tail -1 > "$WORK/config-$1.txt" ;;
   esac
   read -r wall kib < "$timing"
   echo "$ips $wall $((kib / 1024))"
@@ -156,4 +183,8 @@ for setting in "${settings[@]}"; do
       "$(awk -v a="$w" -v b="$first_wall" 'BEGIN {print a / b}')" "${ips[$who]% }"
   done
   unset ips wall mib
+done
+echo
+for who in $CONTENDERS; do  # each contender's exact configuration, as its last run reported it
+  printf '# %-16s %s\n' "$who:" "$(cat "$WORK/config-$who.txt" 2>/dev/null || echo '(not reported)')"
 done
