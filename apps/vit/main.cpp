@@ -7,8 +7,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "cli.hpp"
-#include "commands.hpp"
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
   // Logs are for people and go to stderr; stdout carries --json output and tables.

@@ -1,4 +1,4 @@
-#include "analysis_inputs.hpp"
+#include "cli/analysis_inputs.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "cmd_attention.hpp"
+#include "analyses/cmd_attention.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.hpp"
-#include "model_inputs.hpp"
+#include "cli/model_inputs.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_maps.hpp"
 #include "vit/io/image_io.hpp"

@@ -1,5 +1,5 @@
-#include "cmd_attn_distance.hpp"
-#include "commands.hpp"
+#include "analyses/cmd_attn_distance.hpp"
+#include "cli/commands.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "model_inputs.hpp"
+#include "cli/model_inputs.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_distance.hpp"
 #include "vit/io/image_io.hpp"

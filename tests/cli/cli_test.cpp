@@ -1,9 +1,9 @@
-#include "cli.hpp"
+#include "cli/cli.hpp"
 
 #include <gtest/gtest.h>
 
-#include "cmd_info.hpp"
-#include "commands.hpp"
+#include "commands/cmd_info.hpp"
+#include "cli/commands.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

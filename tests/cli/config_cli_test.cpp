@@ -1,5 +1,5 @@
 // vit config: the default config and the key reference, against the field list.
-#include "cmd_config.hpp"
+#include "commands/cmd_config.hpp"
 
 #include <fstream>
 #include <sstream>

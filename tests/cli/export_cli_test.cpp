@@ -1,5 +1,5 @@
 // vit export, and load_model reading what it writes (and plain timm files).
-#include "cmd_export.hpp"
+#include "commands/cmd_export.hpp"
 
 #include <unistd.h>
 

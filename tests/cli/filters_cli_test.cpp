@@ -1,4 +1,4 @@
-#include "cmd_filters.hpp"
+#include "analyses/cmd_filters.hpp"
 
 #include <unistd.h>
 

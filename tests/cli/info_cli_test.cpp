@@ -1,5 +1,5 @@
 // vit info on a config file, a checkpoint, or a timm file plus its config.
-#include "cmd_info.hpp"
+#include "commands/cmd_info.hpp"
 
 #include <unistd.h>
 

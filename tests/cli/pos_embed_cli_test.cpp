@@ -1,5 +1,5 @@
-#include "cmd_pos_embed.hpp"
-#include "commands.hpp"
+#include "analyses/cmd_pos_embed.hpp"
+#include "cli/commands.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "cmd_report.hpp"
+#include "report/cmd_report.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

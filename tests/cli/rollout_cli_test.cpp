@@ -1,5 +1,5 @@
-#include "cmd_rollout.hpp"
-#include "commands.hpp"
+#include "analyses/cmd_rollout.hpp"
+#include "cli/commands.hpp"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "model_inputs.hpp"
+#include "cli/model_inputs.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/rollout.hpp"
 #include "vit/error.hpp"

@@ -1,4 +1,4 @@
-#include "cmd_saliency.hpp"
+#include "analyses/cmd_saliency.hpp"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.hpp"
-#include "model_inputs.hpp"
+#include "cli/model_inputs.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/saliency.hpp"
 #include "vit/io/image_io.hpp"

@@ -13,8 +13,8 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli.hpp"
-#include "commands.hpp"
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
 #include "vit/config.hpp"
 #include "vit/data/load.hpp"
 #include "vit/train/trainer.hpp"

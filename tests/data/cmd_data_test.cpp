@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cmd_data.hpp"
+#include "commands/cmd_data.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit_test_paths.hpp"
 

@@ -19,7 +19,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "archive_writer.hpp"
-#include "cmd_data.hpp"
+#include "commands/cmd_data.hpp"
 #include "deflated.hpp"
 #include "error_of.hpp"
 #include "loopback_http_server.hpp"

@@ -1,0 +1,122 @@
+// vit lens: the logit lens (every layer read out through the final norm, the
+// pooling and the head, as the last one is) and the norms of the patch tokens
+// layer by layer, over validation samples or the user's images. Writes
+// lens.json, lens.csv (one row per layer) and lens.png, and prints the table.
+#include "analyses/cmd_lens.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "cli/analysis_inputs.hpp"
+#include "cli/analysis_outputs.hpp"
+#include "vit/analysis/logit_lens.hpp"
+#include "vit/atomic_write.hpp"
+#include "vit/io/image_io.hpp"
+#include "vit/io/plot.hpp"
+
+namespace vit::cli {
+namespace {
+
+constexpr char kLensFolder[] = "lens";
+
+namespace fs = std::filesystem;
+
+nlohmann::json lens_json(const LensResult& r, const Config& config) {
+  std::vector<std::vector<std::vector<double>>> logits;
+  const auto values = r.logits.to(torch::kDouble).contiguous();
+  for (int64_t l = 0; l < values.size(0); ++l) {
+    logits.emplace_back();
+    for (int64_t i = 0; i < values.size(1); ++i) {
+      const auto row = values[l][i];
+      logits.back().emplace_back(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
+    }
+  }
+  return {
+      {"pool", name_of(config.model.pool)},
+      {"layers", values.size(0)},
+      {"samples", values.size(1)},
+      {"logits", logits},
+      {"accuracy", r.accuracy.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.accuracy)},
+      {"agreement", r.agreement},
+      {"token_norms", {{"median", r.norms.median}, {"p99", r.norms.p99}, {"max", r.norms.max}}}};
+}
+
+std::string lens_csv(const LensResult& r) {
+  std::string csv = "layer,accuracy,agreement,norm_median,norm_p99,norm_max,high_norm_tokens\n";
+  for (size_t l = 0; l < r.agreement.size(); ++l)
+    csv +=
+        fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", l,
+                    r.accuracy.empty() ? "" : fmt::format("{:.6g}", r.accuracy[l]), r.agreement[l],
+                    r.norms.median[l], r.norms.p99[l], r.norms.max[l], r.norms.high[l]);
+  return csv;
+}
+
+at::Tensor lens_plot(const LensResult& r) {
+  const auto x = layer_axis(r.agreement.size());
+  io::Panel readout = layer_panel("Read out at each layer", "fraction of images");
+  readout.y_max = 1;
+  if (!r.accuracy.empty())
+    readout.series.push_back({"accuracy", x, r.accuracy, io::SeriesStyle::kLineAndMarkers});
+  readout.series.push_back(
+      {"agrees with the last layer", x, r.agreement, io::SeriesStyle::kLineAndMarkers});
+  io::Panel norms = layer_panel("Patch-token L2 norms", "norm");
+  norms.series.push_back({"median", x, r.norms.median, io::SeriesStyle::kLineAndMarkers});
+  norms.series.push_back({"99th percentile", x, r.norms.p99, io::SeriesStyle::kLineAndMarkers});
+  norms.series.push_back({"max", x, r.norms.max, io::SeriesStyle::kLineAndMarkers});
+  io::PlotOptions options;
+  options.title = "Logit lens: each layer through the final norm, pooling and head";
+  return io::render_plot({readout, norms}, options);
+}
+
+void print_table(const LensResult& r) {
+  std::cout << "layer  accuracy  agreement  norm median  norm p99  norm max  high-norm\n";
+  for (size_t l = 0; l < r.agreement.size(); ++l)
+    std::cout << fmt::format("{:>5}  {:>8}  {:9.4f}  {:11.3f}  {:8.3f}  {:8.3f}  {:9}\n", l,
+                             r.accuracy.empty() ? "-" : fmt::format("{:.4f}", r.accuracy[l]),
+                             r.agreement[l], r.norms.median[l], r.norms.p99[l], r.norms.max[l],
+                             r.norms.high[l]);
+}
+
+}  // namespace
+
+nlohmann::json write_lens(OpenedModel& opened, const LensOptions& o) {
+  LoadedModel& loaded = opened.loaded;
+  const Config& config = loaded.config;
+  const AnalysisInputs inputs = choose_analysis_inputs(o.images, o.samples.value_or(kLayerSamples),
+                                                       o.common.seed.value_or(config.seed), opened);
+  const LensResult r = logit_lens(
+      loaded.model,
+      image_batches(inputs.pixels, config, opened.device, attention_batch_size(config.model)),
+      inputs.labels);
+  for (size_t l = 0; l < r.norms.high.size(); ++l)
+    if (r.norms.high[l] > 0)
+      spdlog::info("layer {}: {} patch tokens above 4x the median norm (high-norm tokens)", l,
+                   r.norms.high[l]);
+
+  const fs::path out = output_folder(o.model, loaded, kLensFolder);
+  const nlohmann::json json = lens_json(r, config);
+  write_text_atomically((out / "lens.json").string(), json.dump() + "\n");
+  write_text_atomically((out / "lens.csv").string(), lens_csv(r));
+  io::write_png(out / "lens.png", lens_plot(r));
+  print_table(r);
+  spdlog::info("wrote lens.json, .csv and .png to {}", out.string());
+  return json;
+}
+
+std::shared_ptr<LensOptions> register_lens(Cli& cli) {
+  auto [options, cmd] = add_command<LensOptions>(
+      cli, "lens",
+      "Logit lens: every layer read out by the model's head, and the patch-token norms",
+      on_opened_model(write_lens));
+  add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,
+                           "lens.json, .csv (one row per layer) and .png", kLensFolder);
+  add_sample_options(*cmd, options->samples, options->images, "read out",
+                     std::to_string(kLayerSamples));
+  return options;
+}
+
+}  // namespace vit::cli

@@ -1,0 +1,107 @@
+#include "cli/analysis_inputs.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "cli/model_inputs.hpp"
+#include "vit/data/rng.hpp"
+#include "vit/error.hpp"
+
+namespace vit::cli {
+
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < 1)
+          return text + " is not a whole number >= 1";
+        return "";
+      },
+      "N >= 1");
+}
+
+void add_sample_options(CLI::App& cmd, std::optional<int64_t>& samples,
+                        std::vector<std::string>& images, const std::string& verb,
+                        const std::string& default_key) {
+  auto* sample_option = cmd.add_option("--samples", samples,
+                                       "validation images to " + verb +
+                                           ", drawn with --seed (default " + default_key + ")")
+                            ->check(at_least_one());
+  cmd.add_option("--images", images,
+                 "image files to " + verb + " instead (any size and channel count)")
+      ->check(CLI::ExistingFile)
+      ->excludes(sample_option);
+}
+
+std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t seed) {
+  std::vector<int64_t> all(static_cast<size_t>(std::max<int64_t>(available, 0)));
+  std::iota(all.begin(), all.end(), 0);
+  const auto n = static_cast<size_t>(std::clamp<int64_t>(wanted, 0, available));
+  // A partial Fisher-Yates shuffle: the first n entries are a uniform draw.
+  data::Rng rng(seed);
+  for (size_t i = 0; i < n; ++i)
+    std::swap(all[i], all[i + rng.below(all.size() - i)]);
+  all.resize(n);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, int64_t samples,
+                                      uint64_t seed, OpenedModel& opened) {
+  const Config& config = opened.loaded.config;
+  AnalysisInputs inputs;
+  if (!images.empty()) {
+    inputs.ids = images;
+    inputs.pixels = load_image_inputs(images, config, c10::kCPU).pixels;
+    return inputs;
+  }
+  const data::Dataset& val = opened.images(data::SplitName::kVal);
+  if (val.size() == 0)
+    throw Error(std::string("the validation split of ") + name_of(config.data.dataset) + " (" +
+                config.data.root + ") is empty; set data.val_size > 0 or pass --images");
+  if (samples > val.size())
+    spdlog::warn("--samples {} but the validation split has only {} images; using all {}", samples,
+                 val.size(), val.size());
+  const std::vector<int64_t> chosen = choose_samples(val.size(), samples, seed);
+  const auto index = torch::tensor(chosen, torch::kLong);
+  for (const int64_t i : chosen)
+    inputs.ids.push_back("val:" + std::to_string(i));
+  inputs.pixels = val.images.index_select(0, index);  // (B, C, S, S)
+  inputs.labels = val.labels.index_select(0, index);
+  return inputs;
+}
+
+int64_t attention_batch_size(const ModelConfig& model, int64_t budget_bytes) {
+  const int64_t tokens = model.num_patches() + 1;
+  const int64_t per_image = model.depth * model.heads * tokens * tokens * int64_t{sizeof(float)};
+  return std::clamp<int64_t>(budget_bytes / std::max<int64_t>(per_image, 1), 1, 64);
+}
+
+void for_each_attention_batch(
+    VisionTransformer& model, const at::Tensor& pixels, const Config& config, c10::Device device,
+    int64_t batch_size, const std::function<void(int64_t, const LogitsAndAttention&)>& visit) {
+  torch::NoGradGuard no_grad;
+  const int64_t count = pixels.size(0);
+  for (int64_t first = 0; first < count; first += batch_size) {
+    const auto batch =
+        pixels.slice(/*dim=*/0, first, std::min(first + batch_size, count));  // (b, C, S, S)
+    // fp32 whatever the training precision: the maps should not depend on it.
+    visit(first, model->forward_with_attention(normalize_pixels(batch, config, device)));
+  }
+}
+
+ImageBatches image_batches(const at::Tensor& pixels, const Config& config, c10::Device device,
+                           int64_t batch_size) {
+  ImageBatches batches;
+  batches.count = pixels.size(0);
+  batches.batch_size = batch_size;
+  batches.batch = [pixels, config, device](int64_t first, int64_t size) {
+    return normalize_pixels(pixels.narrow(/*dim=*/0, first, size), config, device);
+  };
+  return batches;
+}
+
+}  // namespace vit::cli

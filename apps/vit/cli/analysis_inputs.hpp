@@ -1,0 +1,72 @@
+#pragma once
+// What the analysis commands share: the images they look at (--images files,
+// or --samples N drawn from the validation split with the seed), and a
+// batched pass of forward_with_attention over them, so that many images of a
+// big model never hold all their attention maps at once.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/model_source.hpp"
+#include "vit/analysis/image_batches.hpp"
+#include "vit/config.hpp"
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit::cli {
+
+// Validation images the layer-by-layer analyses (lens, probe, ablate, and the
+// report's snapshots) read by default: enough for a stable accuracy per layer,
+// a second or two on the demo model.
+constexpr int64_t kLayerSamples = 1000;
+
+struct AnalysisInputs {
+  std::vector<std::string> ids;  // the file's path, or "val:I" for image I of the validation split
+  at::Tensor pixels;  // uint8 (B, C, S, S) on the CPU, converted to the model's channels and size
+  at::Tensor labels;  // int64 (B), the true classes; undefined for --images
+};
+
+// The check of --samples: a whole number of at least 1 (CLI::PositiveNumber
+// would answer 0 with a range up to 1.8e308).
+CLI::Validator at_least_one();
+
+// --samples N | --images FILE..., excluding each other: "validation images to
+// <verb>, drawn with --seed (default <default_key>)" and "image files to <verb> instead".
+void add_sample_options(CLI::App& cmd, std::optional<int64_t>& samples,
+                        std::vector<std::string>& images, const std::string& verb,
+                        const std::string& default_key);
+
+// `wanted` distinct indices of [0, available), in increasing order, drawn with
+// `seed` (the same on every platform). All of them when wanted >= available.
+std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t seed);
+
+// The --images files when any are given; otherwise `samples` images of the
+// validation split of the opened model's data (fewer, with a warning, when the
+// split is smaller). Throws vit::Error when the files cannot be read or the
+// split is empty.
+AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, int64_t samples,
+                                      uint64_t seed, OpenedModel& opened);
+
+// Images per forward_with_attention batch: as many as keep the attention maps
+// of all layers, (L, H, N, N) float per image, within `budget_bytes`; 1 to 64.
+int64_t attention_batch_size(const ModelConfig& model, int64_t budget_bytes = int64_t{256} << 20);
+
+// Runs the model with attention over `pixels` (normalised with the config's
+// mean and std on `device`), `batch_size` images at a time, without
+// gradients, and calls visit(first image index, result) for each batch.
+void for_each_attention_batch(VisionTransformer& model, const at::Tensor& pixels,
+                              const Config& config, c10::Device device, int64_t batch_size,
+                              const std::function<void(int64_t, const LogitsAndAttention&)>& visit);
+
+// `pixels` (uint8 (n, C, S, S) on the CPU) as the analyses read them:
+// normalised with the config's mean and std on `device`, in fp32, `batch_size`
+// images at a time.
+ImageBatches image_batches(const at::Tensor& pixels, const Config& config, c10::Device device,
+                           int64_t batch_size);
+
+}  // namespace vit::cli

@@ -1,0 +1,62 @@
+#include "cli/model_source.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/model_inputs.hpp"
+#include "vit/data/materialize.hpp"
+
+namespace vit::cli {
+
+void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_data, OutFolder out,
+                              const std::string& holds, const std::string& default_name) {
+  add_checkpoint_options(cmd, source.checkpoint, source.config, reads_data);
+  if (out == OutFolder::kNone) return;
+  std::string help = "output folder for " + holds;
+  if (out == OutFolder::kBesideCheckpoint)
+    help += " (default: " + default_name + " next to the checkpoint)";
+  auto* option = cmd.add_option("--out", source.out, help);
+  if (out == OutFolder::kRequired) option->required();
+}
+
+OpenedModel::OpenedModel(c10::Device device, LoadedModel loaded)
+    : device(device), loaded(std::move(loaded)) {}
+
+const data::DataSplits& OpenedModel::data() {
+  if (!data_) data_ = data::load_data(loaded.config);
+  return *data_;
+}
+
+const data::Dataset& OpenedModel::images(data::SplitName which) {
+  const data::DataSplits& splits = data();
+  if (!splits.streamed)
+    return which == data::SplitName::kTrain ? splits.train
+           : which == data::SplitName::kVal ? splits.val
+                                            : splits.test;
+  auto it = decoded_.find(which);
+  if (it != decoded_.end()) return it->second;
+  const auto& s = *splits.streamed;
+  const data::StreamedSplit& split = which == data::SplitName::kTrain ? s.train
+                                     : which == data::SplitName::kVal ? s.val
+                                                                      : s.test;
+  const int64_t n = std::min(kStreamedAnalysisImages, split.size());
+  spdlog::info("the data streams: decoding {} of the {} images of {} for the analysis", n,
+               split.size(), split.source);
+  return decoded_.emplace(which, data::materialize_sample(split, loaded.config, n)).first->second;
+}
+
+OpenedModel open_model(const CommonOptions& common, const ModelSource& source) {
+  apply_common_options(common);
+  const c10::Device device = chosen_device(common);
+  return {device, open_checkpoint(source.checkpoint, source.config, device)};
+}
+
+std::filesystem::path output_folder(const ModelSource& source, const LoadedModel& loaded,
+                                    const std::string& default_name) {
+  if (!source.out.empty()) return source.out;
+  return std::filesystem::path(loaded.path).parent_path() / default_name;
+}
+
+}  // namespace vit::cli

@@ -1,0 +1,54 @@
+// vit export: a checkpoint's weights as a timm-layout .safetensors file, with
+// the config and class names in __metadata__ so vit (and people) can read it back.
+#include "commands/cmd_export.hpp"
+
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/config_files.hpp"
+#include "vit/error.hpp"
+#include "vit/weights/checkpoint.hpp"
+#include "vit/weights/weights.hpp"
+
+namespace vit::cli {
+namespace {
+
+// Checked before the (possibly slow) load, so a typo fails at once.
+void check_out_path(const std::string& out) {
+  if (std::filesystem::path(out).extension() != ".safetensors")
+    throw Error(out +
+                ": --out must end in .safetensors (vit export writes the safetensors format)");
+  if (std::filesystem::is_directory(out))
+    throw Error(out + ": --out is a folder, expected a file name");
+}
+
+int run_export(const ExportOptions& o) {
+  apply_common_options(o.common);
+  check_out_path(o.out);
+  spdlog::info("using checkpoint {}", o.checkpoint);
+  const LoadedModel loaded = load_model(o.checkpoint, o.config);
+  save_safetensors_weights(o.out, loaded.model, loaded.config, loaded.class_names);
+  const auto tensors = loaded.model->named_parameters().size();
+  spdlog::info("wrote {}: {} tensors, {} parameters, float32, timm names", o.out, tensors,
+               count_parameters(loaded.config.model));
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<ExportOptions> register_export(Cli& cli) {
+  auto [options, cmd] = add_command<ExportOptions>(
+      cli, "export", "Write a checkpoint's weights as a timm-layout .safetensors file", run_export);
+  // No ExistingFile check: load_model's own message says what is wrong with the path.
+  cmd->add_option("--checkpoint", options->checkpoint, "checkpoint to export (.pt or .safetensors)")
+      ->required();
+  cmd->add_option("--config", options->config,
+                  "config giving a timm .safetensors file's architecture: a file, or a shipped "
+                  "config's name")
+      ->transform(config_file());
+  cmd->add_option("--out", options->out, "output file, e.g. model.safetensors")->required();
+  return options;
+}
+
+}  // namespace vit::cli

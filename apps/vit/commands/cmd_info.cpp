@@ -1,0 +1,144 @@
+// vit info: the architecture, parameter count and FLOPs of a config or checkpoint.
+#include "commands/cmd_info.hpp"
+
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/config_files.hpp"
+#include "vit/config.hpp"
+#include "vit/cpu_isa.hpp"
+#include "vit/error.hpp"
+#include "vit/model/vision_transformer.hpp"
+#include "vit/train/precision.hpp"
+#include "vit/weights/checkpoint.hpp"
+
+namespace vit::cli {
+
+namespace {
+
+struct Described {
+  Config config;
+  std::string checkpoint;                // "" for a config file
+  std::vector<std::string> class_names;  // a checkpoint's label order
+};
+
+nlohmann::json describe(const Config& c) {
+  const auto& m = c.model;
+  return {{"name", c.name},
+          {"parameters", count_parameters(m)},
+          {"flops_per_image", forward_flops(m)},
+          {"image_size", m.image_size},
+          {"patch_size", m.patch_size},
+          {"channels", m.channels},
+          {"grid", m.grid()},
+          {"tokens", m.num_patches() + 1},
+          {"dim", m.dim},
+          {"depth", m.depth},
+          {"heads", m.heads},
+          {"head_dim", m.head_dim()},
+          {"inner_dim", m.inner_dim()},
+          {"mlp_dim", m.mlp_dim},
+          {"pool", name_of(m.pool)},
+          {"qkv_bias", m.qkv_bias},
+          {"num_classes", m.num_classes}};
+}
+
+// 86540008 -> "86,540,008"
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+    digits.insert(static_cast<size_t>(i), 1, ',');
+  return digits;
+}
+
+void print_text(const Config& c) {
+  const auto& m = c.model;
+  std::cout << fmt::format("{}: Vision Transformer\n", c.name)
+            << fmt::format("  input      {}x{}x{} ({} channel{})\n", m.channels, m.image_size,
+                           m.image_size, m.channels, m.channels == 1 ? "" : "s")
+            << fmt::format(
+                   "  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token = {} tokens\n",
+                   m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
+                   m.num_patches() + 1)
+            << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n",
+                           m.dim, m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
+            << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,
+                           m.qkv_bias ? "on" : "off", name_of(m.pool), m.num_classes)
+            << fmt::format("  parameters {}\n", with_commas(count_parameters(m)))
+            << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n",
+                           with_commas(forward_flops(m)), forward_flops(m) / 1e9);
+}
+
+// What to describe: the checkpoint's own config (a timm file takes its
+// architecture from --config), or the --config file with its overrides.
+Described describe_source(const InfoOptions& o) {
+  if (!o.checkpoint) return {load_config(o.config, o.overrides), {}, {}};
+  if (!o.overrides.empty())
+    throw Error("--set changes a --config file; it cannot change the checkpoint " + *o.checkpoint);
+  const std::optional<std::string> config_path =
+      o.config.empty() ? std::nullopt : std::optional<std::string>(o.config);
+  LoadedModel loaded = load_model(*o.checkpoint, config_path);
+  return {loaded.config, loaded.path, loaded.class_names};
+}
+
+// What train.precision becomes on this machine's device, or why it cannot
+// run here (fp16 off CUDA).
+struct MachinePrecision {
+  std::optional<PrecisionChoice> choice;
+  std::string problem;
+};
+
+MachinePrecision precision_here(const Config& config, c10::Device device) {
+  try {
+    return {choose_precision(config.train.precision, device), ""};
+  } catch (const Error& e) {
+    return {std::nullopt, e.what()};
+  }
+}
+
+int run_info(const InfoOptions& o) {
+  apply_common_options(o.common);
+  const Described d = describe_source(o);
+  const MachinePrecision precision = precision_here(d.config, chosen_device(o.common, &d.config));
+  if (o.json) {
+    nlohmann::json out = describe(d.config);
+    out["precision"] =
+        precision.choice ? nlohmann::json(name_of(precision.choice->precision)) : nullptr;
+    out["cpu_isa"] = cpu_isa_name(cpu_isa());
+    if (!d.checkpoint.empty()) {
+      out["checkpoint"] = d.checkpoint;
+      out["class_names"] = d.class_names;
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_text(d.config);
+    std::cout << fmt::format("  machine    CPU {}, {}\n", cpu_isa_name(cpu_isa()),
+                             precision.choice ? precision.choice->description : precision.problem);
+    if (!d.checkpoint.empty()) std::cout << fmt::format("  checkpoint {}\n", d.checkpoint);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<InfoOptions> register_info(Cli& cli) {
+  auto [options, cmd] = add_command<InfoOptions>(
+      cli, "info", "Show a config's or checkpoint's architecture, parameter count and FLOPs",
+      run_info);
+  auto* source = cmd->add_option_group(
+      "source", "what to describe: --config, --checkpoint, or both for a timm .safetensors file");
+  source
+      ->add_option("--config", options->config,
+                   "JSON config file, or a shipped config's name (vit config --list)")
+      ->transform(config_file());
+  source->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors)")
+      ->check(CLI::ExistingFile);
+  source->require_option();  // at least one of the two
+  cmd->add_option("--set", options->overrides, "override a --config key, e.g. --set model.depth=8");
+  cmd->add_flag("--json", options->json, "print JSON instead of text");
+  return options;
+}
+
+}  // namespace vit::cli
