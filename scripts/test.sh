@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up from a bare Debian 12, builds, and runs the whole test
 # suite on the default LibTorch line, a 10-second fuzz run of every reader
-# (scripts/fuzz.sh), then the suite again on the other line (see
+# (scripts/fuzz.sh), the whole suite again under ASan and UBSan
+# (scripts/sanitize.sh --ci), then the suite again on the other line (see
 # scripts/torch_line.sh): Debian's LibTorch 1.13 and pip's LibTorch 2.x (CUDA).
 # On CI (CI=true) both lines must pass. Elsewhere, when the other line's
 # pieces cannot be had (no CUDA toolkit, no PyPI), it is skipped with one line
@@ -42,6 +43,9 @@ scripts/build.sh
 run_suite "$default"
 # A fuzz smoke run, 10 s a target with a fixed seed (docs/robustness.md).
 scripts/fuzz.sh --seed 1 all 10
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer, in
+# one process (docs/robustness.md): any report fails the run.
+scripts/sanitize.sh --ci
 
 reason=""
 if [ "$other" = pip ] && [ -z "$(torch_line_nvcc)" ]; then

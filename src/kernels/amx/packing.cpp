@@ -13,7 +13,10 @@
 namespace vit::detail::amx {
 namespace {
 
+// The first n of 16 lanes; none for n <= 0 (the upper half of a block when
+// fewer than 16 values are left).
 VIT_AMX_PACKING inline __mmask16 first_lanes(int64_t n) {
+  if (n <= 0) return __mmask16(0);
   return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
 }
 
