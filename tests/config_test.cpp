@@ -323,9 +323,10 @@ TEST(Config, StreamingSettingsReadAndWriteBack) {
   EXPECT_EQ(error_of([] { from(R"({"data": {"stream": "yes"}})"); }),
             "test.json: config key 'data.stream': got string \"yes\", expected \"auto\", true or "
             "false");
-  EXPECT_EQ(error_of([] { from(R"({"data": {"augment": {"random_resized_crop": {"area": 1}}}})"); }),
-            "test.json: unknown config key 'data.augment.random_resized_crop.area'; expected "
-            "scale or ratio");
+  EXPECT_EQ(
+      error_of([] { from(R"({"data": {"augment": {"random_resized_crop": {"area": 1}}}})"); }),
+      "test.json: unknown config key 'data.augment.random_resized_crop.area'; expected "
+      "scale or ratio");
   EXPECT_EQ(error_of([] { from(R"({"data": {"augment": {"random_resized_crop": [0.08, 1]}}})"); }),
             "test.json: config key 'data.augment.random_resized_crop': got array [0.08,1], "
             "expected null or an object such as {\"scale\": [0.08, 1.0], \"ratio\": [0.75, "

@@ -147,7 +147,7 @@ struct AugmentConfig {
   // instead of the pad-and-crop (which it replaces); unset (JSON null) = off.
   // Always streams: the in-memory path holds images at the model's size.
   std::optional<RandomResizedCrop> random_resized_crop;
-  int64_t crop_padding = 4;            // pixels padded before a random crop, < image_size; 0 = off
+  int64_t crop_padding = 4;  // pixels padded before a random crop, < image_size; 0 = off
   PaddingMode padding_mode = PaddingMode::kZeros;
   bool hflip = true;                   // random horizontal flip; per-dataset default (mnist: off)
   int64_t randaugment_ops = 0;         // RandAugment-style ops per image; 0 = off
@@ -201,10 +201,10 @@ struct TrainConfig {
   int64_t eval_batch_size = 0;  // 0 = 2 * batch_size
   int64_t epochs = 100;
   OptimizerRule optimizer = OptimizerRule::kAdamW;  // SGD: with momentum
-  double lr = 1e-3;                          // peak learning rate after warmup
-  double min_lr = 1e-6;                      // floor of the cosine schedule
-  double momentum = 0.9;                     // SGD only
-  std::vector<double> betas = {0.9, 0.999};  // AdamW only
+  double lr = 1e-3;                                 // peak learning rate after warmup
+  double min_lr = 1e-6;                             // floor of the cosine schedule
+  double momentum = 0.9;                            // SGD only
+  std::vector<double> betas = {0.9, 0.999};         // AdamW only
   double weight_decay = 0.05;  // weights only; not biases, norms, cls token, pos embedding
   double warmup_epochs = 5;    // linear warmup, in epochs (fractions allowed)
   double label_smoothing = 0.1;
@@ -236,16 +236,16 @@ struct TrainConfig {
   double head_lr_scale = 1.0;   // the head's lr = lr x this (same schedule), > 0
   // Data-parallel training under torchrun (train/distributed.hpp); ignored when running alone.
   DistBackend dist_backend = DistBackend::kAuto;  // auto: nccl on CUDA, gloo on the CPU
-  double dist_timeout_s = 300;        // a collective that waits longer fails (a rank died), > 0
-  double dist_bucket_mb = 25;         // gradient all-reduce bucket, MiB (DDP's default), > 0
+  double dist_timeout_s = 300;  // a collective that waits longer fails (a rank died), > 0
+  double dist_bucket_mb = 25;   // gradient all-reduce bucket, MiB (DDP's default), > 0
 };
 
 struct AnalysisConfig {
   HeadFusion head_fusion = HeadFusion::kMean;  // rollout
-  double discard_ratio = 0.0;        // rollout: fraction of weakest patch links dropped per layer
-  int64_t rollout_samples = 16;      // images drawn from the validation split for rollout
-  int64_t distance_samples = 128;    // images averaged for mean attention distance
-  bool renormalize = false;          // attention distance: renormalise rows after dropping cls
+  double discard_ratio = 0.0;      // rollout: fraction of weakest patch links dropped per layer
+  int64_t rollout_samples = 16;    // images drawn from the validation split for rollout
+  int64_t distance_samples = 128;  // images averaged for mean attention distance
+  bool renormalize = false;        // attention distance: renormalise rows after dropping cls
 };
 
 struct Config {

@@ -17,8 +17,8 @@ class StreamRecorder : public BlockVisitor {
     call.head_outputs = with_heads_;
   }
   void after(int64_t, BlockResult& result) override {
-    stream_.layers.push_back(result.out);                        // (B, N, D)
-    if (with_heads_) stream_.heads.push_back(result.heads);      // (B, N, I)
+    stream_.layers.push_back(result.out);                    // (B, N, D)
+    if (with_heads_) stream_.heads.push_back(result.heads);  // (B, N, I)
   }
 
  private:

@@ -66,8 +66,8 @@ at::Tensor random_crop_flip(const at::Tensor& images, int64_t padding, PaddingMo
 Augmented augment_batch(const at::Tensor& images, const at::Tensor& labels, int64_t num_classes,
                         const AugmentConfig& config, Rng& rng) {
   Augmented out;
-  out.images = random_crop_flip(images, config.crop_padding, config.padding_mode,
-                                config.hflip, rng);
+  out.images =
+      random_crop_flip(images, config.crop_padding, config.padding_mode, config.hflip, rng);
   const bool mixing = mixing_enabled(config);
   if (config.randaugment_ops == 0 && !mixing) return out;
   out.images = out.images.to(torch::kFloat32).div_(255.0);

@@ -417,8 +417,8 @@ BlockImpl& VisionTransformerImpl::block(int64_t index) {
 torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const BlockPass& pass) {
   const auto depth = static_cast<int64_t>(blocks->size());
   if (pass.first < 0 || pass.first > depth)
-    throw Error("forward_blocks: first block " + std::to_string(pass.first) +
-                                ", expected 0.." + std::to_string(depth));
+    throw Error("forward_blocks: first block " + std::to_string(pass.first) + ", expected 0.." +
+                std::to_string(depth));
   return pass.visitor ? run_visited_blocks(std::move(tokens), pass)
                       : run_fused_blocks(std::move(tokens), pass);
 }

@@ -8,8 +8,8 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "error_of.hpp"
 #include "cli/model_inputs.hpp"
+#include "error_of.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_maps.hpp"
 #include "vit/io/image_io.hpp"

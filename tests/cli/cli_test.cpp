@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "commands/cmd_info.hpp"
 #include "cli/commands.hpp"
+#include "commands/cmd_info.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

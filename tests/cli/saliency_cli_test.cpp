@@ -10,8 +10,8 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "error_of.hpp"
 #include "cli/model_inputs.hpp"
+#include "error_of.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/saliency.hpp"
 #include "vit/io/image_io.hpp"

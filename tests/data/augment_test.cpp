@@ -34,8 +34,8 @@ bool is_a_window(const at::Tensor& out, const at::Tensor& padded, int64_t p, boo
 TEST(RandomCropFlip, IsIdentityWhenOff) {
   const auto images = ramp_batch(4, 3, 8, 8);
   Rng rng(0);
-  EXPECT_TRUE(
-      torch::equal(vit::data::random_crop_flip(images, 0, PaddingMode::kZeros, false, rng), images));
+  EXPECT_TRUE(torch::equal(vit::data::random_crop_flip(images, 0, PaddingMode::kZeros, false, rng),
+                           images));
 }
 
 TEST(RandomCropFlip, ZeroPaddingCropsMatchTorchPadding) {
@@ -58,15 +58,16 @@ TEST(RandomCropFlip, ZeroPaddingCropsMatchTorchPadding) {
 TEST(RandomCropFlip, ReflectPaddingMatchesTorchReflection) {
   const auto images = ramp_batch(16, 1, 6, 6);
   Rng rng(2);
-  const auto out = vit::data::random_crop_flip(images, 3, PaddingMode::kReflect, /*hflip=*/false, rng);
+  const auto out =
+      vit::data::random_crop_flip(images, 3, PaddingMode::kReflect, /*hflip=*/false, rng);
   const auto padded =
       torch::reflection_pad2d(images.to(torch::kFloat32), {3, 3, 3, 3}).to(torch::kUInt8);
   for (int64_t i = 0; i < 16; ++i)
     EXPECT_TRUE(is_a_window(out[i], padded[i], 3, false)) << i;
   EXPECT_EQ((out == 0).sum().item<int64_t>(), 0);  // reflection never brings in zeros
   Rng again(2);
-  EXPECT_TRUE(
-      torch::equal(out, vit::data::random_crop_flip(images, 3, PaddingMode::kReflect, false, again)));
+  EXPECT_TRUE(torch::equal(
+      out, vit::data::random_crop_flip(images, 3, PaddingMode::kReflect, false, again)));
 }
 
 TEST(RandomCropFlip, RejectsBadSettings) {

@@ -353,8 +353,8 @@ TEST(VisionTransformer, ForwardIsTheHeadOfTheFeatures) {
     const auto after_first =
         model->blocks[0]->as<Block>()->forward(model->embed(images));  // (2, 17, 32)
     first_only.first = 1;
-    EXPECT_TRUE(torch::allclose(model->forward_blocks(after_first, first_only), features, 1e-5,
-                                1e-5));
+    EXPECT_TRUE(
+        torch::allclose(model->forward_blocks(after_first, first_only), features, 1e-5, 1e-5));
     // From the end: nothing runs.
     first_only.first = 2;
     EXPECT_TRUE(torch::equal(model->forward_blocks(features, first_only), features));

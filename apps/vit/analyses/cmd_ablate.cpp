@@ -43,12 +43,8 @@ nlohmann::json ablate_json(const AblationResult& r, int64_t samples, AblationMod
     attention.push_back(scores_json(r.attention[l]));
     mlp.push_back(scores_json(r.mlp[l]));
   }
-  return {{"samples", samples},
-          {"mode", enum_name(mode)},
-          {"baseline", scores_json(r.baseline)},
-          {"heads", heads},
-          {"attention", attention},
-          {"mlp", mlp}};
+  return {{"samples", samples}, {"mode", enum_name(mode)}, {"baseline", scores_json(r.baseline)},
+          {"heads", heads},     {"attention", attention},  {"mlp", mlp}};
 }
 
 // Layers and heads counted from 1, as in the picture; the baseline has neither.

@@ -6,9 +6,9 @@ namespace vit::cli {
 
 struct AblateOptions {
   CommonOptions common;
-  ModelSource model;                // --checkpoint, --config, --out
-  std::optional<int64_t> samples;   // --samples N (default kLayerSamples)
-  std::vector<std::string> images;  // --images FILE... (instead of --samples)
+  ModelSource model;                        // --checkpoint, --config, --out
+  std::optional<int64_t> samples;           // --samples N (default kLayerSamples)
+  std::vector<std::string> images;          // --images FILE... (instead of --samples)
   AblationMode mode = AblationMode::kZero;  // --mode zero|mean: what replaces a removed head
 };
 

@@ -9,7 +9,8 @@ struct RolloutCommandOptions {
   ModelSource model;                // --checkpoint, --config, --out
   std::optional<int64_t> samples;   // --samples N (default analysis.rollout_samples)
   std::vector<std::string> images;  // --images FILE... (instead of --samples)
-  std::optional<HeadFusion> head_fusion;  // --head-fusion mean|max|min (default analysis.head_fusion)
+  std::optional<HeadFusion>
+      head_fusion;  // --head-fusion mean|max|min (default analysis.head_fusion)
   std::optional<double>
       discard_ratio;  // --discard-ratio R in [0, 1) (default analysis.discard_ratio)
 };

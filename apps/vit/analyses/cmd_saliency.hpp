@@ -6,9 +6,9 @@ namespace vit::cli {
 
 struct SaliencyOptions {
   CommonOptions common;
-  ModelSource model;                    // --checkpoint, --config, --out
-  std::optional<int64_t> samples;       // --samples N (default analysis.rollout_samples)
-  std::vector<std::string> images;      // --images FILE... (instead of --samples)
+  ModelSource model;                // --checkpoint, --config, --out
+  std::optional<int64_t> samples;   // --samples N (default analysis.rollout_samples)
+  std::vector<std::string> images;  // --images FILE... (instead of --samples)
   SaliencyMethod method = SaliencyMethod::kGradRollout;  // --method grad|grad-x-input|grad-rollout
   std::optional<int64_t> target_class;  // --class K (default: each image's predicted class)
 };

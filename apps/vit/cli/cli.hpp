@@ -48,7 +48,8 @@ CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, Target& tar
     names.emplace_back(name);
   return cmd
       .add_option_function<std::string>(
-          flag, [&target](const std::string& text) { enum_target(target) = *enum_from_name<E>(text); },
+          flag,
+          [&target](const std::string& text) { enum_target(target) = *enum_from_name<E>(text); },
           help)
       ->check(CLI::IsMember(names));
 }

@@ -15,8 +15,8 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "commands/cmd_data.hpp"
 #include "cli/config_files.hpp"
+#include "commands/cmd_data.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/config.hpp"
 #include "vit/data/dataset_download.hpp"
@@ -67,11 +67,12 @@ std::string class_list(const std::vector<std::string>& classes) {
 }
 
 std::string augment_text(const AugmentConfig& a) {
-  std::string crop = a.random_resized_crop
-                         ? fmt::format("random resized crop (scale [{}], ratio [{}])",
-                                       fmt::join(a.random_resized_crop->scale, ", "),
-                                       fmt::join(a.random_resized_crop->ratio, ", "))
-                         : fmt::format("crop padding {} ({})", a.crop_padding, enum_name(a.padding_mode));
+  std::string crop =
+      a.random_resized_crop
+          ? fmt::format("random resized crop (scale [{}], ratio [{}])",
+                        fmt::join(a.random_resized_crop->scale, ", "),
+                        fmt::join(a.random_resized_crop->ratio, ", "))
+          : fmt::format("crop padding {} ({})", a.crop_padding, enum_name(a.padding_mode));
   return fmt::format("{}, hflip {}, RandAugment {} x {}, mixup {}, cutmix {}, random erasing {}",
                      crop, a.hflip ? "on" : "off", a.randaugment_ops, a.randaugment_magnitude,
                      a.mixup_alpha, a.cutmix_alpha, a.random_erasing);

@@ -101,7 +101,8 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
   const EvalResult r = evaluate(loaded.model, *loader, loaded.config.model.num_classes, precision);
 
   const std::string out = output_folder(o.model, loaded, "eval-" + split_name).string();
-  const nlohmann::json json = metrics_json(r, loaded.class_names, split_name, loaded.path, precision);
+  const nlohmann::json json =
+      metrics_json(r, loaded.class_names, split_name, loaded.path, precision);
   write_text_atomically(out + "/metrics.json", json.dump(2) + "\n");
   io::ConfusionOptions confusion_options;
   confusion_options.title = fmt::format("Confusion matrix, {} split ({} images, accuracy {:.2f}%)",

@@ -8,7 +8,7 @@ enum class EvalSplit { kVal, kTest };
 
 struct EvalOptions {
   CommonOptions common;
-  ModelSource model;               // --checkpoint, --config, --out
+  ModelSource model;                       // --checkpoint, --config, --out
   EvalSplit split = EvalSplit::kTest;      // --split val|test
   Precision precision = Precision::kAuto;  // --precision auto|fp32|bf16|fp16
 };

@@ -11,12 +11,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cli/analysis_inputs.hpp"
 #include "analyses/cmd_ablate.hpp"
 #include "analyses/cmd_attention.hpp"
 #include "analyses/cmd_attn_distance.hpp"
 #include "analyses/cmd_cka.hpp"
-#include "commands/cmd_eval.hpp"
 #include "analyses/cmd_faithfulness.hpp"
 #include "analyses/cmd_filters.hpp"
 #include "analyses/cmd_lens.hpp"
@@ -24,6 +22,8 @@
 #include "analyses/cmd_probe.hpp"
 #include "analyses/cmd_rollout.hpp"
 #include "analyses/cmd_saliency.hpp"
+#include "cli/analysis_inputs.hpp"
+#include "commands/cmd_eval.hpp"
 #include "report/report_page.hpp"
 #include "report/report_snapshots.hpp"
 #include "vit/atomic_write.hpp"

@@ -88,7 +88,8 @@ void ablate_section(io::HtmlPage& page, const ReportAssets& assets, const json& 
       "costliest head is head {} of layer {} ({:.1f} points); {} of the {} heads cost less than "
       "half a point each, so the model could lose them (Michel et al., 2019). Skipping a whole "
       "block's attention costs up to {:.1f} points, its MLP up to {:.1f} (ablate.csv lists each).",
-      enum_from_name<AblationMode>(ablate["mode"]) == AblationMode::kMean ? "replaced by its mean" : "zeroed",
+      enum_from_name<AblationMode>(ablate["mode"]) == AblationMode::kMean ? "replaced by its mean"
+                                                                          : "zeroed",
       ablate["samples"].get<int64_t>(), percent(base), top_head + 1, top_layer + 1, 100 * top,
       minor, total, 100 * attention, 100 * mlp));
   add_image(page, assets.ablate() / "ablate.png", "accuracy lost per removed head");

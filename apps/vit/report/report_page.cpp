@@ -150,7 +150,7 @@ void attention_sections(io::HtmlPage& page, const ReportAssets& assets, const js
       "not the background.",
       enum_from_name<RolloutSource>(rollout["source"]) == RolloutSource::kPatchMean
           ? "mean of the patch tokens (this model pools by mean)"
-                                        : "class token the classifier reads"));
+          : "class token the classifier reads"));
   add_image(page, assets.rollout() / "grid.png", "attention rollout maps");
 
   const auto& d = distance["distance"];
@@ -210,11 +210,13 @@ void saliency_sections(io::HtmlPage& page, const ReportAssets& assets) {
       "each layer's attention by its gradient with respect to the predicted class's logit, "
       "keeps the positive part and rolls it out over the layers: unlike plain rollout, it is "
       "specific to the class being explained.");
-  add_image(page, assets.saliency(SaliencyMethod::kGradRollout) / "grid.png", "gradient rollout maps");
+  add_image(page, assets.saliency(SaliencyMethod::kGradRollout) / "grid.png",
+            "gradient rollout maps");
   page.paragraph(
       "The plain gradient, |d logit / d pixel|: the pixels where a small change would move the "
       "predicted class's score most. It is noisier, but works at pixel resolution.");
-  add_image(page, assets.saliency(SaliencyMethod::kGrad) / "grid.png", "input-gradient saliency maps");
+  add_image(page, assets.saliency(SaliencyMethod::kGrad) / "grid.png",
+            "input-gradient saliency maps");
 }
 
 }  // namespace

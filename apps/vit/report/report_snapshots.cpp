@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cli/analysis_inputs.hpp"
 #include "analyses/cmd_cka.hpp"
+#include "cli/analysis_inputs.hpp"
 #include "cli/model_inputs.hpp"
 #include "vit/analysis/cka.hpp"
 #include "vit/analysis/logit_lens.hpp"

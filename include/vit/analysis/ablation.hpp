@@ -24,7 +24,7 @@ enum class AblationMode { kZero, kMean };  // what replaces a removed head's out
 template <>
 struct EnumNames<AblationMode> {
   static constexpr std::pair<AblationMode, const char*> table[] = {{AblationMode::kZero, "zero"},
-                                                                  {AblationMode::kMean, "mean"}};
+                                                                   {AblationMode::kMean, "mean"}};
 };
 
 struct LossAndAccuracy {
