@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "image_size.hpp"
 #include "vit/error.hpp"
 
 namespace vit::io::detail {
@@ -141,6 +142,9 @@ cv::Mat decode_mat(const uint8_t* data, size_t size, int flags, const std::strin
                 ": not a PNG, JPEG, BMP, WebP, TIFF or PNM (PBM/PGM/PPM) image (unsupported "
                 "format or a damaged header)");
   }
+  // OpenCV allocates the size a header claims before it reads a pixel (up
+  // to 2^30 pixels of up to 8 bytes): the claim is held to our caps first.
+  checked_image_size(data, size, name);
   cv::Mat decoded;
   try {
     // The buffer is only read; the const_cast satisfies cv::Mat's constructor.

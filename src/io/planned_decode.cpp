@@ -7,6 +7,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "image_size.hpp"
 #include "jpeg_region.hpp"
 #include "mat.hpp"
 #include "vit/error.hpp"
@@ -16,9 +17,6 @@ namespace vit::io {
 namespace {
 
 constexpr int64_t kMaxOutSide = 16384;  // as image_io's: far above any model input
-// The largest image decoded: 16384 x 16384, far above any photograph a model
-// reads, and a bound on what a few bytes of header can make us allocate.
-constexpr int64_t kMaxPixels = int64_t{1} << 28;
 
 int reduced_color_flag(int denominator) {
   switch (denominator) {
@@ -115,10 +113,8 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
                 " channels, expected 1 (gray) or 3 (RGB)");
   const int c = static_cast<int>(channels);
   if (const auto jpeg = read_jpeg_header(data, size)) {
+    detail::checked_image_size(data, size, name);
     const int64_t height = jpeg->oriented_height(), width = jpeg->oriented_width();
-    if (height * width > kMaxPixels)
-      throw Error(name + ": a " + std::to_string(width) + "x" + std::to_string(height) +
-                  " JPEG, expected at most " + std::to_string(kMaxPixels) + " pixels");
     const CropResizePlan p = plan(height, width);
     check_plan(p, height, width, name);
     const int denominator = dct_scale_for(p.height, p.width, p.out_height, p.out_width);

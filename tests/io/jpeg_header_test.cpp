@@ -81,6 +81,19 @@ TEST(JpegHeader, ReadsTheExifOrientationInBothByteOrders) {
   EXPECT_EQ(read_jpeg_header(bad.data(), bad.size())->orientation, 1);
 }
 
+// libjpeg holds a progressive file's coefficients whole: for 64 x 64 in
+// 4:2:0, luma's 8 x 8 blocks of 64 two-byte coefficients and a quarter as
+// many for each chroma plane. A baseline file decodes row by row.
+TEST(JpegHeader, CountsTheWholeImageCoefficientsOfAProgressiveFile) {
+  const cv::Mat image(64, 64, CV_8UC3, cv::Scalar(10, 120, 230));
+  std::vector<uint8_t> progressive, baseline;
+  cv::imencode(".jpg", image, progressive, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  cv::imencode(".jpg", image, baseline);
+  EXPECT_EQ(read_jpeg_header(progressive.data(), progressive.size())->coefficient_bytes,
+            8 * 8 * 128 + 2 * (4 * 4 * 128));
+  EXPECT_EQ(read_jpeg_header(baseline.data(), baseline.size())->coefficient_bytes, 0);
+}
+
 TEST(JpegHeader, RefusesWhatIsNotAWholeJpegHeader) {
   const auto bytes = jpeg_of(16, 16);
   EXPECT_FALSE(read_jpeg_header(bytes.data(), 0));

@@ -152,7 +152,7 @@ TEST(PlannedDecode, AJpegClaimingAHugeSizeIsRefusedBeforeDecoding) {
                   bytes.data(), bytes.size(), 3,
                   [&](int64_t h, int64_t w) { return box_plan(0, 0, h, w, 224); }, "huge.jpg");
             }),
-            "huge.jpg: a 65520x65520 JPEG, expected at most 268435456 pixels");
+            "huge.jpg: a 65520x65520 image, expected at most 268435456 pixels");
 }
 
 TEST(PlannedDecode, TheWindowOfAnEvaluationPlanIsCut) {

@@ -14,6 +14,11 @@ struct JpegHeader {
   int64_t width = 0;  // as stored (the SOF segment)
   int64_t height = 0;
   int orientation = 1;  // EXIF tag 0x0112, 1..8 (1 when absent or out of range)
+  // The bytes of DCT coefficients libjpeg holds for the whole image before
+  // it can give a row: for a progressive file, or one whose first scan
+  // carries fewer than all its components; 0 for the others, which decode
+  // row by row.
+  int64_t coefficient_bytes = 0;
 
   // The size after the EXIF rotation that decoding applies (orientations
   // 5 to 8 turn the image a quarter, swapping width and height).
@@ -21,9 +26,10 @@ struct JpegHeader {
   int64_t oriented_height() const { return orientation >= 5 ? width : height; }
 };
 
-// The header of a baseline, extended or progressive JPEG; nullopt when `data`
-// is not a JPEG or its markers end, or run past the buffer, before a frame
-// header (SOF) with a non-zero size.
+// The header of a baseline, extended or progressive JPEG, read to its first
+// scan (SOS); nullopt when `data` is not a JPEG or its markers end, or run
+// past the buffer, before a frame header (SOF) with a non-zero size and
+// valid sampling factors, then a scan header.
 std::optional<JpegHeader> read_jpeg_header(const uint8_t* data, size_t size);
 
 }  // namespace vit::io

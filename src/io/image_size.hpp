@@ -1,0 +1,48 @@
+#pragma once
+// Private to src/io: the size an encoded image claims in its header, read
+// before any decoder sees the bytes. A header of a few bytes may claim any
+// size, and OpenCV's codecs allocate the whole image before they find that
+// the data runs out; decode_mat refuses such files first (a fuzzing finding:
+// 231 bytes that made OpenCV allocate 2 GB).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace vit::io::detail {
+
+// The most pixels an image may claim: 16384 x 16384, far above any
+// photograph a model reads.
+constexpr int64_t kMaxDecodedPixels = int64_t{1} << 28;
+
+// Whether width x height is over kMaxDecodedPixels, for sides up to 2^32
+// (the product could overflow int64).
+inline bool over_pixel_cap(int64_t width, int64_t height) {
+  return width > 0 && height > kMaxDecodedPixels / width;
+}
+
+// The most memory a decoder may hold besides the pixels: libjpeg's
+// whole-image coefficients of a progressive JPEG, 6 bytes a pixel in 4:4:4.
+constexpr int64_t kMaxDecoderBytes = int64_t{1} << 30;
+
+struct ImageSize {
+  int64_t width = 0;
+  int64_t height = 0;
+  int64_t decoder_bytes = 0;  // held by the decoder besides the pixels, where known
+};
+
+// The width and height stored in the header of a JPEG, PNG, BMP, WebP, TIFF
+// or PNM (PBM, PGM, PPM) file; nullopt for other bytes and for a header
+// that is cut short or damaged. Every read is bounds-checked.
+std::optional<ImageSize> read_image_size(const uint8_t* data, size_t size);
+
+}  // namespace vit::io::detail
+
+namespace vit::io::detail {
+
+// The size `data` claims, held to the caps: throws vit::Error naming `name`
+// when the header holds no size, claims over kMaxDecodedPixels, or would
+// make the decoder hold over kMaxDecoderBytes.
+ImageSize checked_image_size(const uint8_t* data, size_t size, const std::string& name);
+
+}  // namespace vit::io::detail
