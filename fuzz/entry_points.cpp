@@ -9,8 +9,8 @@
 
 #include "deflated.hpp"
 #include "vit/config.hpp"
-#include "vit/data/archive_unpack.hpp"
 #include "vit/data/cifar.hpp"
+#include "vit/data/download/archive_unpack.hpp"
 #include "vit/data/idx.hpp"
 #include "vit/data/image_transform.hpp"
 #include "vit/data/tiny_imagenet.hpp"
@@ -20,7 +20,7 @@
 #include "vit/io/planned_decode.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/safetensors.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace vit::fuzz {
 namespace {

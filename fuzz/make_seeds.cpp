@@ -17,7 +17,7 @@
 #include "vit/model/vision_transformer.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/safetensors.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;

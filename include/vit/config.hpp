@@ -171,7 +171,7 @@ struct DataConfig {
   bool skip_corrupt = false;  // skip unreadable images with a warning instead of failing
   std::string cache_dir =
       "";  // where decoded-image caches go if root is read-only; "" = ~/.cache/vit
-  // Downloading the dataset into root (data/dataset_download.hpp).
+  // Downloading the dataset into root (data/download/dataset_download.hpp).
   bool download = false;    // vit train and vit data fetch the official archive when root lacks it
   std::string url = "";     // overrides the archive's URL (MNIST-style: the folder of the 4 files)
   std::string sha256 = "";  // SHA-256 of the file at url (MNIST-style: 4, comma-separated)

@@ -8,7 +8,7 @@
 namespace vit::data {
 namespace {
 
-constexpr uint64_t kShuffleStream = 1;  // beside the batch augmentation's 2 (data/loader)
+constexpr uint64_t kShuffleStream = 1;  // beside the batch augmentation's 2 (data/batch_loader)
 
 }  // namespace
 

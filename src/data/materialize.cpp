@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "vit/data/loader.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/data/stream_loader.hpp"
 #include "vit/data/webdataset.hpp"

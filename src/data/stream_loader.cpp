@@ -29,7 +29,7 @@ namespace vit::data {
 namespace streaming {
 
 // Stream tags beside data/epoch_order's shuffle (1) and the batch
-// augmentation's (2, data/loader), so no two purposes share draws.
+// augmentation's (2, data/batch_loader), so no two purposes share draws.
 constexpr uint64_t kStreamAugmentStream = 2;
 constexpr uint64_t kStreamErasingStream = 3;
 constexpr uint64_t kCropStream = 31;

@@ -14,7 +14,6 @@
 #include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/cuda_graph_step.hpp"
 #include "vit/train/distributed.hpp"
 #include "vit/train/fine_tune.hpp"
@@ -25,6 +24,7 @@
 #include "vit/train/snapshots.hpp"
 #include "vit/train/stop_signal.hpp"
 #include "vit/train/tensorboard_log.hpp"
+#include "vit/train/training_checkpoint.hpp"
 
 namespace vit {
 namespace {

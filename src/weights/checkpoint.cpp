@@ -8,7 +8,7 @@
 
 #include "vit/error.hpp"
 #include "vit/weights/safetensors.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 #include "vit/weights/zip_check.hpp"
 
 namespace vit {

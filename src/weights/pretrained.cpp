@@ -12,7 +12,7 @@
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/patch_embed_resize.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace vit {
 namespace {

@@ -13,7 +13,7 @@
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_distance.hpp"
 #include "vit/io/image_io.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

@@ -16,7 +16,7 @@
 
 #include "process.hpp"
 #include "trained_checkpoint.hpp"
-#include "vit/train/checkpoint.hpp"
+#include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit_test_paths.hpp"
 

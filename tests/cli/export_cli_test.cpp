@@ -13,11 +13,11 @@
 
 #include "error_of.hpp"
 #include "vit/error.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
+#include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/safetensors.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace vit::cli {
 namespace {

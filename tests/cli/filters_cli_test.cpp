@@ -12,7 +12,7 @@
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/filter_pca.hpp"
 #include "vit/io/image_io.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

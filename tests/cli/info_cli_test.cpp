@@ -14,7 +14,7 @@
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
 #include "vit/weights/safetensors.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

@@ -14,7 +14,7 @@
 #include "vit/analysis/pos_embed_similarity.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 #include "vit_test_paths.hpp"
 
 namespace vit::cli {

@@ -11,7 +11,7 @@
 
 #include "error_of.hpp"
 #include "trained_checkpoint.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace vit::cli {
 namespace {

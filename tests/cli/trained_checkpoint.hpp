@@ -16,7 +16,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "vit/config.hpp"
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
 #include "vit/train/trainer.hpp"
 
 namespace vit::testing {

@@ -7,7 +7,7 @@
 
 #include "error_of.hpp"
 #include "vit/config.hpp"
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
 
 namespace {
 

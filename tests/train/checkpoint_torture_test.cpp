@@ -21,8 +21,8 @@
 
 #include "synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
+#include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit {

@@ -11,7 +11,7 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
-#include "vit/data/loader.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/train/evaluate.hpp"
 
 namespace vit {

@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "synthetic.hpp"
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/stop_signal.hpp"

@@ -9,9 +9,9 @@
 
 #include "vit/config.hpp"
 #include "vit/data/dataset.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/trainer.hpp"
+#include "vit/train/training_checkpoint.hpp"
 
 namespace vit::testing {
 

@@ -11,10 +11,10 @@
 #include "error_of.hpp"
 #include "synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/optimizer.hpp"
 #include "vit/train/stop_signal.hpp"
+#include "vit/train/training_checkpoint.hpp"
 
 namespace vit {
 namespace {

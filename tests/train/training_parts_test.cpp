@@ -10,7 +10,6 @@
 #include "synthetic.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"
 #include "vit/train/lr_schedule.hpp"
@@ -18,6 +17,7 @@
 #include "vit/train/optimizer.hpp"
 #include "vit/train/run_dir.hpp"
 #include "vit/train/running_totals.hpp"
+#include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit {

@@ -9,11 +9,11 @@
 
 #include "error_of.hpp"
 #include "small_model.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/optimizer.hpp"
+#include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/patch_embed_resize.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace vit {
 namespace {

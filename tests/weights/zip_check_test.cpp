@@ -15,7 +15,7 @@
 #include "error_of.hpp"
 #include "train/synthetic.hpp"
 #include "vit/error.hpp"
-#include "vit/train/checkpoint.hpp"
+#include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit::cli {

@@ -9,7 +9,7 @@
 #include "cli/config_files.hpp"
 #include "vit/error.hpp"
 #include "vit/weights/checkpoint.hpp"
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 namespace vit::cli {
 namespace {

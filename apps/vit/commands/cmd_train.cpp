@@ -11,19 +11,19 @@
 
 #include "cli/config_files.hpp"
 #include "vit/atomic_write.hpp"
-#include "vit/data/dataset_download.hpp"
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
+#include "vit/data/download/dataset_download.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
 #include "vit/io/figures.hpp"
 #include "vit/io/image_io.hpp"
 #include "vit/io/tensorboard.hpp"
-#include "vit/train/checkpoint.hpp"
 #include "vit/train/distributed.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/run_dir.hpp"
 #include "vit/train/stop_signal.hpp"
 #include "vit/train/trainer.hpp"
+#include "vit/train/training_checkpoint.hpp"
 
 namespace vit::cli {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // What the trainer and the evaluation read batches from: the in-memory
-// BatchLoader (data/loader.hpp) or the StreamLoader, which reads and decodes
+// BatchLoader (data/batch_loader.hpp) or the StreamLoader, which reads and decodes
 // the images every epoch (data/stream_loader.hpp).
 // Key: B images, C channels, S x S pixels, K classes.
 #include <cstdint>

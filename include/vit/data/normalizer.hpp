@@ -1,7 +1,7 @@
 #pragma once
 // The trainer's normalisation of a batch: uint8 pixels p (or floats x in
 // [0, 1] after augmentation) to (p / 255 - mean) / std per channel, on the
-// batch's device. Both batch sources (data/loader, data/stream_loader) use it.
+// batch's device. Both batch sources (data/batch_loader, data/stream_loader) use it.
 // Key: B images, C channels, S x S pixels.
 #include <cstdint>
 #include <vector>

@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "vit/config.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/data/batch_source.hpp"
-#include "vit/data/load.hpp"
-#include "vit/data/loader.hpp"
+#include "vit/data/data_splits.hpp"
 
 namespace vit::data {
 

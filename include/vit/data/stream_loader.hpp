@@ -5,7 +5,7 @@
 // batches in pinned memory, copied without blocking, and normalised on the
 // GPU; on the CPU the workers normalise too, unless the batch stage needs the
 // pixels. RandAugment, mixup/CutMix and random erasing run on the whole
-// batch, on the device, as in the in-memory path (data/loader).
+// batch, on the device, as in the in-memory path (data/batch_loader).
 //
 // - Memory is bounded by the batches in flight (data.prefetch_batches, and
 //   for shards data.shuffle_buffer encoded samples), not by the dataset.
@@ -26,8 +26,8 @@
 #include <optional>
 
 #include "vit/config.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/data/batch_source.hpp"
-#include "vit/data/loader.hpp"
 #include "vit/data/streamed_split.hpp"
 #include "vit/io/planned_decode.hpp"
 

@@ -20,7 +20,7 @@
 
 #include <c10/core/Device.h>
 
-#include "vit/data/loader.hpp"
+#include "vit/data/batch_loader.hpp"
 
 namespace vit {
 

@@ -5,7 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "vit/data/loader.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {

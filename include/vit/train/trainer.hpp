@@ -11,9 +11,9 @@
 #include <c10/core/Device.h>
 
 #include "vit/config.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/data/batch_source.hpp"
-#include "vit/data/load.hpp"
-#include "vit/data/loader.hpp"
+#include "vit/data/data_splits.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/evaluate.hpp"

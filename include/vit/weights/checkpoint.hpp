@@ -1,7 +1,7 @@
 #pragma once
 // Our own checkpoint file (.pt): a LibTorch archive holding the model's
 // parameters under "model/", the training state under "optimizer/" and "rng/"
-// (see train/checkpoint.hpp), and one JSON string "meta" that makes the file
+// (see train/training_checkpoint.hpp), and one JSON string "meta" that makes the file
 // self-describing: format version, the resolved config, class names, epoch,
 // step and best metric, and the trainer's own records. This header reads the
 // model part only, so analysis and inference never depend on the trainer.
@@ -61,7 +61,7 @@ LoadedModel load_model(const std::string& path, const std::optional<std::string>
 std::string resolve_checkpoint_path(const std::optional<std::string>& given,
                                     const std::string& runs_dir = "runs");
 
-// Names used inside the archive, shared with train/checkpoint.cpp.
+// Names used inside the archive, shared with train/training_checkpoint.cpp.
 constexpr const char* kMetaKey = "meta";
 constexpr const char* kModelKey = "model";
 

@@ -1,4 +1,4 @@
-#include "vit/data/archive_unpack.hpp"
+#include "vit/data/download/archive_unpack.hpp"
 
 #include <unistd.h>
 

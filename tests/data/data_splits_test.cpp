@@ -1,4 +1,4 @@
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
 
 #include <filesystem>
 #include <fstream>

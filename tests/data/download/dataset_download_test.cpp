@@ -1,7 +1,7 @@
 // Downloads from a loopback HTTP server that the test starts on 127.0.0.1:
 // archives in the official layouts (built here, small), and every failure a
 // user may meet. No test reaches the internet.
-#include "vit/data/dataset_download.hpp"
+#include "vit/data/download/dataset_download.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,9 +24,9 @@
 #include "error_of.hpp"
 #include "loopback_http_server.hpp"
 #include "process.hpp"
-#include "vit/data/checksum.hpp"
-#include "vit/data/dataset_archives.hpp"
-#include "vit/data/load.hpp"
+#include "vit/data/data_splits.hpp"
+#include "vit/data/download/checksum.hpp"
+#include "vit/data/download/dataset_archives.hpp"
 #include "vit_test_paths.hpp"
 
 namespace fs = std::filesystem;

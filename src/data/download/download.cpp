@@ -1,4 +1,4 @@
-#include "vit/data/download.hpp"
+#include "vit/data/download/download.hpp"
 
 #include <curl/curl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "vit/atomic_write.hpp"
-#include "vit/data/download_progress.hpp"
+#include "vit/data/download/download_progress.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {

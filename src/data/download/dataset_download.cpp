@@ -1,4 +1,4 @@
-#include "vit/data/dataset_download.hpp"
+#include "vit/data/download/dataset_download.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -15,10 +15,10 @@
 #include <spdlog/spdlog.h>
 
 #include "vit/atomic_write.hpp"
-#include "vit/data/archive_unpack.hpp"
-#include "vit/data/checksum.hpp"
-#include "vit/data/dataset_archives.hpp"
-#include "vit/data/download.hpp"
+#include "vit/data/download/archive_unpack.hpp"
+#include "vit/data/download/checksum.hpp"
+#include "vit/data/download/dataset_archives.hpp"
+#include "vit/data/download/download.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {

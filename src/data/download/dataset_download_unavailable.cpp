@@ -4,9 +4,9 @@
 // download.cpp, checksum.cpp and archive_unpack.cpp in such a build.
 #include <filesystem>
 
-#include "vit/data/archive_unpack.hpp"
-#include "vit/data/dataset_archives.hpp"
-#include "vit/data/dataset_download.hpp"
+#include "vit/data/download/archive_unpack.hpp"
+#include "vit/data/download/dataset_archives.hpp"
+#include "vit/data/download/dataset_download.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {

@@ -5,7 +5,7 @@
 
 namespace vit::data {
 
-// Downloads data.dataset's archive (data/dataset_archives.hpp, or data.url)
+// Downloads data.dataset's archive (data/download/dataset_archives.hpp, or data.url)
 // into data.root unless data.root already holds every file the reader needs;
 // then nothing is touched, and false is returned. Otherwise, in order:
 //  1. the files are fetched into <parent of root>/.vit-download-<root's name>/

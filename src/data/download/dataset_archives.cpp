@@ -1,4 +1,4 @@
-#include "vit/data/dataset_archives.hpp"
+#include "vit/data/download/dataset_archives.hpp"
 
 #include <system_error>
 

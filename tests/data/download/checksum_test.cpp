@@ -1,4 +1,4 @@
-#include "vit/data/checksum.hpp"
+#include "vit/data/download/checksum.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "vit/train/checkpoint.hpp"
+#include "vit/train/training_checkpoint.hpp"
 
 #include <torch/torch.h>
 

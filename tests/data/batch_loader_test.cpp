@@ -1,4 +1,4 @@
-#include "vit/data/loader.hpp"
+#include "vit/data/batch_loader.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "vit/weights/weights.hpp"
+#include "vit/weights/timm_layout.hpp"
 
 #include <algorithm>
 #include <cctype>

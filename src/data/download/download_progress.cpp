@@ -1,4 +1,4 @@
-#include "vit/data/download_progress.hpp"
+#include "vit/data/download/download_progress.hpp"
 
 #include <cstdio>
 
