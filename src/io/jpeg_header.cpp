@@ -4,8 +4,12 @@
 #include <utility>
 #include <vector>
 
+#include "header_bytes.hpp"
+
 namespace vit::io {
 namespace {
+
+using detail::HeaderBytes;
 
 constexpr uint8_t kMarker = 0xff;
 constexpr uint8_t kStartOfImage = 0xd8;
@@ -13,41 +17,6 @@ constexpr uint8_t kStartOfScan = 0xda;
 constexpr uint8_t kApp1 = 0xe1;
 constexpr uint16_t kOrientationTag = 0x0112;
 constexpr uint16_t kShortType = 3;
-
-// HeaderBytes of a segment, bounds-checked: reads past the end give nullopt.
-class HeaderBytes {
- public:
-  HeaderBytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  size_t size() const { return size_; }
-  std::optional<uint8_t> u8(size_t at) const {
-    if (at >= size_) return std::nullopt;
-    return data_[at];
-  }
-  std::optional<uint16_t> u16(size_t at, bool big_endian = true) const {
-    if (at > size_ || size_ - at < 2) return std::nullopt;
-    const uint16_t a = data_[at], b = data_[at + 1];
-    return big_endian ? uint16_t(a << 8 | b) : uint16_t(b << 8 | a);
-  }
-  std::optional<uint32_t> u32(size_t at, bool big_endian) const {
-    const auto hi = u16(at, big_endian), lo = u16(at + 2, big_endian);
-    if (!hi || !lo) return std::nullopt;
-    return big_endian ? uint32_t(*hi) << 16 | *lo : uint32_t(*lo) << 16 | *hi;
-  }
-  HeaderBytes from(size_t at, size_t length) const {
-    if (at > size_) return {data_, 0};
-    return {data_ + at, std::min(length, size_ - at)};
-  }
-  bool starts_with(const char* text, size_t length) const {
-    if (size_ < length) return false;
-    for (size_t i = 0; i < length; ++i)
-      if (data_[i] != static_cast<uint8_t>(text[i])) return false;
-    return true;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-};
 
 // Start-of-frame markers carry the image's size: every SOFn but DHT (c4),
 // JPG (c8) and DAC (cc), which share their range.
