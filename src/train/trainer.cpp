@@ -16,6 +16,7 @@
 #include "vit/error.hpp"
 #include "vit/train/cuda_graph_step.hpp"
 #include "vit/train/distributed.hpp"
+#include "vit/train/distributed_evaluation.hpp"
 #include "vit/train/fine_tune.hpp"
 #include "vit/train/lr_schedule.hpp"
 #include "vit/train/metrics_log.hpp"

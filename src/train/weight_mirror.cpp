@@ -3,6 +3,10 @@
 #include <torch/torch.h>
 
 namespace vit {
+
+bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations) {
+  return bf16_activations && precision == Precision::kBf16 && device.is_cuda();
+}
 namespace {
 
 // The offset of `parameter` in the flat vector `flat`, or -1 if it is not a

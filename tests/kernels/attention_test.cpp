@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "vit/cpu_isa.hpp"
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 // Named: the tests build as one unity file, where other tests' anonymous
 // helpers (Reference, reference) share the namespace.

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 namespace vit {
 namespace {

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "kernel_paths.hpp"
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 namespace vit {
 namespace {

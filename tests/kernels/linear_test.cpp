@@ -8,7 +8,7 @@
 #include <string>
 
 #include "vit/build_features.hpp"
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 namespace vit {
 namespace {

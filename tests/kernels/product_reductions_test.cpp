@@ -13,7 +13,7 @@
 
 #include "tensor_values.hpp"
 #include "vit/build_features.hpp"
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 #if VIT_WITH_CUDA
 #include "../../src/kernels/cuda/layer_norm_parameter_gradients.hpp"

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "kernel_paths.hpp"
+#include "vit/infer/precision.hpp"
 #include "vit/model/vision_transformer.hpp"
-#include "vit/train/precision.hpp"
 
 namespace vit {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "vit/error.hpp"
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 namespace vit {
 namespace {

@@ -12,7 +12,8 @@
 
 #include "error_of.hpp"
 #include "vit/data/batch_loader.hpp"
-#include "vit/train/evaluate.hpp"
+#include "vit/infer/evaluate.hpp"
+#include "vit/train/distributed_evaluation.hpp"
 
 namespace vit {
 namespace {

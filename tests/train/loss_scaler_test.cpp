@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "vit/train/precision.hpp"
+#include "vit/train/loss_scaler.hpp"
 
 namespace vit {
 namespace {

@@ -7,9 +7,9 @@
 #include "error_of.hpp"
 #include "synthetic.hpp"
 #include "tensor_values.hpp"
+#include "vit/infer/precision.hpp"
 #include "vit/model/weight_substitution.hpp"
 #include "vit/train/optimizer.hpp"
-#include "vit/train/precision.hpp"
 #include "vit/train/weight_mirror.hpp"
 
 namespace vit {

@@ -10,8 +10,8 @@
 #include "vit/cpu_isa.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
+#include "vit/infer/precision.hpp"
 #include "vit/terminal_log.hpp"
-#include "vit/train/precision.hpp"
 
 namespace vit::cli {
 

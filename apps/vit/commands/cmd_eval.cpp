@@ -19,10 +19,10 @@
 #include "vit/data/materialize.hpp"
 #include "vit/data/split_loader.hpp"
 #include "vit/error.hpp"
+#include "vit/infer/evaluate.hpp"
 #include "vit/io/confusion.hpp"
 #include "vit/io/grid.hpp"
 #include "vit/io/image_io.hpp"
-#include "vit/train/evaluate.hpp"
 
 namespace vit::cli {
 namespace {

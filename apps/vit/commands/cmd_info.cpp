@@ -10,8 +10,8 @@
 #include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
+#include "vit/infer/precision.hpp"
 #include "vit/model/vision_transformer.hpp"
-#include "vit/train/precision.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit::cli {

@@ -11,7 +11,7 @@
 #include "cli/analysis_outputs.hpp"
 #include "cli/model_inputs.hpp"
 #include "cli/model_source.hpp"
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 namespace vit::cli {
 namespace {

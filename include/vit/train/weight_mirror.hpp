@@ -29,11 +29,17 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/model/weight_substitution.hpp"
 #include "vit/train/optimizer.hpp"
 
 namespace vit {
+
+// Whether a training step runs in bf16 from end to end, with no autocast
+// (train.bf16_activations, with the mirror below): under bf16 on CUDA,
+// where it is asked for. Everywhere else the step runs under autocast.
+bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations);
 
 // Which parameters the mirror copies.
 enum class MirrorScope {

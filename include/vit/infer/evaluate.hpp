@@ -10,8 +10,6 @@
 
 namespace vit {
 
-class ProcessGroup;
-
 struct EvalResult {
   double loss = 0;                // mean cross-entropy (no label smoothing)
   double accuracy = 0;            // fraction in [0, 1]
@@ -28,10 +26,8 @@ struct EvalResult {
 EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, int64_t num_classes,
                     Precision precision);
 
-// Data parallelism: each rank evaluated its share of a split; the sum of their
-// losses and confusion matrices gives the loss, accuracy and per-class
-// accuracy of the whole split, the same as one process would report. The
-// per-image tensors (losses, predictions, labels) stay this rank's own.
-EvalResult combine_across_ranks(EvalResult local, ProcessGroup& group);
+// Accuracy of each class from a confusion matrix (rows: the true class):
+// float64 (K), NaN for a class with no images.
+at::Tensor per_class_accuracy(const at::Tensor& confusion);
 
 }  // namespace vit

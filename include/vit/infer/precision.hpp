@@ -1,6 +1,7 @@
 #pragma once
-// Mixed precision: an autocast scope for bf16/fp16 and the loss scaling that
-// fp16 needs (LibTorch's C++ API has no GradScaler).
+// Mixed precision for training and inference alike: which precision a step
+// runs (train.precision auto), and an autocast scope for bf16/fp16. The loss
+// scaling that fp16 training needs is train/loss_scaler.hpp.
 #include <optional>
 #include <string>
 
@@ -49,11 +50,6 @@ PrecisionChoice choose_precision(Precision requested, c10::Device device);
 // picks on `device`. fp16 needs CUDA; off CUDA an fp16 model runs in fp32.
 Precision evaluation_precision(Precision trained, c10::Device device);
 
-// Whether a training step runs in bf16 from end to end, with no autocast
-// (train.bf16_activations; train/weight_mirror.hpp): under bf16 on CUDA,
-// where it is asked for. Everywhere else the step runs under autocast.
-bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations);
-
 // Turns autocast on for the device type for the scope's lifetime.
 // fp32 does nothing; bf16 works on CPU and CUDA; fp16 needs CUDA.
 class AutocastScope {
@@ -67,35 +63,6 @@ class AutocastScope {
   bool active_ = false;
   c10::DeviceType device_type_ = c10::DeviceType::CPU;
   bool previous_enabled_ = false;
-};
-
-// Dynamic loss scaling for fp16: scale the loss up, unscale the gradients,
-// skip the step and halve the scale on overflow, double it after 2000 good
-// steps in a row (torch.amp.GradScaler's defaults). The scale and the overflow
-// flag live on the training device and nothing here waits for the GPU, so the
-// step can run inside a CUDA graph. Disabled (scale 1, never skips) for fp32
-// and bf16.
-class LossScaler {
- public:
-  LossScaler(bool enabled, c10::Device device);
-  bool enabled() const { return enabled_; }
-  // loss x scale (the loss itself when disabled).
-  at::Tensor scale(const at::Tensor& loss) const;
-  // Divides the gradients (the optimizer's flat vector) by the scale, and sets
-  // found_inf() to 1 when any of them is not finite, else 0.
-  void unscale(at::Tensor& gradients);
-  // float (1) on the device: the last unscale's overflow flag; undefined when
-  // disabled. The optimizer skips its step where it holds 1.
-  const at::Tensor& found_inf() const { return found_inf_; }
-  // Halves the scale after an overflow, doubles it after 2000 good steps.
-  void update();
-  double value() const;  // the current scale (waits for the device)
-
- private:
-  bool enabled_;
-  at::Tensor scale_;           // float (1)
-  at::Tensor growth_tracker_;  // int32 (1): good steps since the last change
-  at::Tensor found_inf_;       // float (1)
 };
 
 }  // namespace vit

@@ -1,4 +1,4 @@
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,22 +1,16 @@
-#include "vit/train/evaluate.hpp"
+#include "vit/infer/evaluate.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "vit/error.hpp"
-#include "vit/train/distributed.hpp"
-
-#include "vit/train/precision.hpp"
+#include "vit/infer/precision.hpp"
 
 namespace vit {
-namespace {
 
-// float64 (K): the diagonal over each row's total; NaN for a class with no images.
 at::Tensor per_class_accuracy(const at::Tensor& confusion) {
   return confusion.diagonal().to(torch::kDouble) / confusion.sum(/*dim=*/1).to(torch::kDouble);
 }
-
-}  // namespace
 
 EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, int64_t num_classes,
                     Precision precision) {
@@ -56,24 +50,6 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
     r.loss = r.losses.to(torch::kDouble).mean().item<double>();
     r.accuracy = r.predictions.eq(r.labels).to(torch::kDouble).mean().item<double>();
   }
-  r.per_class_accuracy = per_class_accuracy(r.confusion);
-  return r;
-}
-
-EvalResult combine_across_ranks(EvalResult local, ProcessGroup& group) {
-  auto totals =
-      torch::tensor({local.loss * double(local.count), double(local.count)}, torch::kDouble)
-          .to(group.device());
-  group.all_reduce_sum(totals, "the evaluation's all-reduce");
-  auto confusion = local.confusion.to(group.device());
-  group.all_reduce_sum(confusion, "the evaluation's all-reduce");
-  EvalResult r = std::move(local);
-  r.confusion = confusion.cpu();
-  totals = totals.cpu();
-  r.count = static_cast<int64_t>(totals[1].item<double>());
-  r.loss = r.count > 0 ? totals[0].item<double>() / double(r.count) : 0.0;
-  r.accuracy =
-      r.count > 0 ? double(r.confusion.diagonal().sum().item<int64_t>()) / double(r.count) : 0.0;
   r.per_class_accuracy = per_class_accuracy(r.confusion);
   return r;
 }
