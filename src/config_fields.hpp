@@ -1,0 +1,218 @@
+#pragma once
+// Private to the config's units: the one table of config fields, and what the
+// units built on it share. config.cpp names the settings' values; config_json.cpp
+// reads and writes JSON and --set; config_validation.cpp checks the values;
+// config_suggestions.cpp knows the keys and finds the closest one to a typo;
+// config_reference.cpp writes the reference (vit config --reference).
+#include <optional>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vit/config.hpp"
+
+namespace vit::config_detail {
+
+using nlohmann::json;
+
+// A setting as JSON: enums by their names, data.stream as "auto" or a
+// boolean, and an unset random_resized_crop as null.
+template <typename T>
+json json_of(const T& value) {
+  if constexpr (std::is_same_v<T, StreamMode>) {
+    if (value == StreamMode::kAuto) return "auto";
+    return value == StreamMode::kOn;
+  } else if constexpr (std::is_same_v<T, std::optional<RandomResizedCrop>>) {
+    if (!value) return nullptr;
+    return {{"scale", value->scale}, {"ratio", value->ratio}};
+  } else if constexpr (std::is_enum_v<T>) {
+    return enum_name(value);
+  } else {
+    return value;
+  }
+}
+
+// The single list of config fields: (dotted path, member, meaning). Reading,
+// writing, overrides, the unknown-key check and the reference (vit config
+// --reference, docs/config.md) all walk this list, so a new field is one
+// entry here.
+template <class C, class F>
+void for_each_field(C& c, F&& f) {
+  f("name", c.name, "run name; run folders are runs/NAME-TIMESTAMP");
+  f("seed", c.seed, "random seed of the weights, the split, the batch order and the augmentation");
+  f("device", c.device,
+    "auto | cpu | cuda | cuda:N (auto: GPU 0 when LibTorch sees one, else the CPU)");
+  f("threads", c.threads, "LibTorch's CPU threads, 0..1024; 0 = all cores");
+
+  auto& m = c.model;
+  f("model.image_size", m.image_size, "input side in pixels, square, 1..16384");
+  f("model.patch_size", m.patch_size,
+    "patch side in pixels; divides image_size; at most 65536 patches");
+  f("model.channels", m.channels, "1 (gray) or 3 (RGB)");
+  f("model.num_classes", m.num_classes, "outputs of the classifier head, 2..1,000,000");
+  f("model.dim", m.dim, "token width D, 1..65536");
+  f("model.depth", m.depth, "transformer blocks L, 1..1024");
+  f("model.heads", m.heads, "attention heads H, 1..dim");
+  f("model.dim_head", m.dim_head, "width of each head; 0 = dim / heads");
+  f("model.mlp_dim", m.mlp_dim, "hidden width of each block's MLP");
+  f("model.pool", m.pool,
+    "what the head reads: the class token (cls) or the mean of the patch tokens (mean)");
+  f("model.qkv_bias", m.qkv_bias, "bias on the fused q/k/v projection (timm: true)");
+  f("model.dropout", m.dropout, "dropout after the attention projection and in the MLP, [0, 1)");
+  f("model.emb_dropout", m.emb_dropout, "dropout after adding the position embedding, [0, 1)");
+  f("model.attn_dropout", m.attn_dropout, "dropout on the attention probabilities, [0, 1)");
+  f("model.layer_norm_eps", m.layer_norm_eps, "LayerNorm's epsilon (timm's ViT: 1e-6), > 0");
+  f("model.drop_path", m.drop_path,
+    "stochastic depth: each block's residual branches are dropped per image with a rate rising "
+    "linearly from 0 to this at the last block (timm's drop_path_rate), [0, 1)");
+
+  auto& d = c.data;
+  f("data.dataset", d.dataset,
+    "the format of data.root's files; also sets the defaults of data.mean, data.std and "
+    "data.augment.hflip");
+  f("data.root", d.root, "folder holding the dataset's files (synthetic: unused)");
+  f("data.val_size", d.val_size, "training images held out for validation (stratified)");
+  f("data.mean", d.mean, "per-channel mean of [0,1] pixels for normalisation; default per dataset");
+  f("data.std", d.std, "per-channel standard deviation, > 0; default per dataset");
+  f("data.augment.crop_padding", d.augment.crop_padding,
+    "pixels padded before a random crop, below image_size; 0 = off");
+  f("data.augment.padding_mode", d.augment.padding_mode,
+    "what fills the padding of the random crop: zeros, or the image reflected");
+  f("data.augment.random_resized_crop", d.augment.random_resized_crop,
+    "torchvision's RandomResizedCrop from the original image (scale: share of its area; ratio: "
+    "width / height); replaces crop_padding; always streams; null = off; {} = the defaults "
+    "{scale: [0.08, 1], ratio: [0.75, 1.3333]}");
+  f("data.augment.hflip", d.augment.hflip,
+    "random horizontal flip; default per dataset (off for MNIST)");
+  f("data.augment.randaugment_ops", d.augment.randaugment_ops,
+    "RandAugment-style operations per image; 0 = off");
+  f("data.augment.randaugment_magnitude", d.augment.randaugment_magnitude,
+    "RandAugment's magnitude, 0..30");
+  f("data.augment.mixup_alpha", d.augment.mixup_alpha, "Beta(a, a) for mixup; 0 = off");
+  f("data.augment.cutmix_alpha", d.augment.cutmix_alpha, "Beta(a, a) for CutMix; 0 = off");
+  f("data.augment.mix_prob", d.augment.mix_prob,
+    "probability that a batch is mixed at all, [0, 1]");
+  f("data.augment.random_erasing", d.augment.random_erasing,
+    "probability of erasing one random box of each image with noise (timm's RandomErasing, "
+    "mode pixel), after mixing; [0, 1]");
+  f("data.limit_train", d.limit_train, "keep N training images (seeded, stratified); 0 = all");
+  f("data.limit_test", d.limit_test, "keep N test images (seeded, stratified); 0 = all");
+  f("data.skip_corrupt", d.skip_corrupt,
+    "skip unreadable images with a warning instead of failing");
+  f("data.cache_dir", d.cache_dir,
+    "where decoded-image caches go when root is read-only; empty = ~/.cache/vit");
+  f("data.download", d.download,
+    "vit train and vit data download the dataset's official archive into root when root lacks "
+    "it (vit data --download always does)");
+  f("data.url", d.url,
+    "the archive's URL instead of the official one (a mirror, file://...); for mnist and "
+    "fashion-mnist the folder URL that the four file names are appended to; empty = official");
+  f("data.sha256", d.sha256,
+    "SHA-256 of the file at data.url (mnist, fashion-mnist: one per file, comma-separated, in "
+    "the order train images, train labels, test images, test labels); empty = not verified");
+
+  f("data.stream", d.stream,
+    "read and decode the images every epoch on data.workers threads instead of holding the "
+    "decoded dataset in memory; auto: when data.augment.random_resized_crop is set, for "
+    "webdataset, or when the decoded dataset would exceed data.memory_budget_mb");
+  f("data.memory_budget_mb", d.memory_budget_mb,
+    "decoded datasets larger than this stream (data.stream auto); 0 = a quarter of the "
+    "machine's memory");
+  f("data.workers", d.workers, "streaming: decode threads, 0..1024; 0 = one per core");
+  f("data.prefetch_batches", d.prefetch_batches,
+    "streaming: batches decoded ahead of the trainer, 0..1024 (memory: this many batches); 0 = "
+    "2 on the CPU, where a step takes far longer than decoding a batch, 4 on CUDA");
+  f("data.crop_pct", d.crop_pct,
+    "streaming evaluation: the shorter side resized to image_size / crop_pct, then the centre "
+    "image_size square (timm's crop_pct), (0, 1]");
+  f("data.train_shards", d.train_shards,
+    "webdataset: the training shards, a brace pattern under root (train-{000000..000146}.tar)");
+  f("data.val_shards", d.val_shards, "webdataset: the validation shards (early stopping, best.pt)");
+  f("data.test_shards", d.test_shards,
+    "webdataset: the test shards, used once at the end; empty = no test split");
+  f("data.shuffle_buffer", d.shuffle_buffer,
+    "webdataset: training samples shuffled together (the shard order is shuffled too), "
+    "1..1000000");
+
+  auto& t = c.train;
+  f("train.batch_size", t.batch_size, "images per step (the global batch under torchrun)");
+  f("train.eval_batch_size", t.eval_batch_size,
+    "images per validation or test batch; 0 = 2 x batch_size");
+  f("train.epochs", t.epochs, "most epochs to train");
+  f("train.optimizer", t.optimizer, "the update rule: AdamW, or SGD with momentum");
+  f("train.lr", t.lr, "peak learning rate, after the warmup, > 0");
+  f("train.min_lr", t.min_lr, "floor of the cosine decay, 0..lr");
+  f("train.momentum", t.momentum, "SGD's momentum, [0, 1)");
+  f("train.betas", t.betas, "AdamW's two betas, each in [0, 1)");
+  f("train.weight_decay", t.weight_decay,
+    "decoupled weight decay, on weight matrices only (not biases, norms, class token, position "
+    "embedding)");
+  f("train.warmup_epochs", t.warmup_epochs, "linear warmup, in epochs (fractions allowed)");
+  f("train.label_smoothing", t.label_smoothing, "label smoothing of the cross-entropy, [0, 1)");
+  f("train.grad_clip", t.grad_clip, "largest global gradient norm; 0 = off");
+  f("train.early_stop_patience", t.early_stop_patience,
+    "validations without improvement before stopping; 0 = never stop early");
+  f("train.early_stop_min_delta", t.early_stop_min_delta,
+    "improvement of the validation accuracy (a fraction) that counts");
+  f("train.validate_every", t.validate_every, "steps between validations; 0 = once per epoch");
+  f("train.precision", t.precision,
+    "autocast precision; auto picks bf16 where the CPU or GPU computes it, fp16 on GPUs "
+    "before compute capability 8.0, fp32 elsewhere; fp16 needs CUDA");
+  f("train.log_every_s", t.log_every_s,
+    "seconds between plain progress lines when the output is not a terminal");
+  f("train.tensorboard", t.tensorboard,
+    "write TensorBoard events (events.out.tfevents.*) into the run folder: every metrics.jsonl "
+    "field, and the training loss, lr and images/s every train.log_every_s");
+  f("train.snapshot_every", t.snapshot_every,
+    "epochs between snapshots (snapshots/epoch-NNN.pt in the run folder, for the analyses "
+    "across training); 0 = off");
+  f("train.cuda_graph", t.cuda_graph,
+    "on CUDA, replay the training step from a CUDA graph (not under torchrun or --profile)");
+  f("train.bf16_activations", t.bf16_activations,
+    "on CUDA under bf16: activations, LayerNorm and the residual stream in bf16 end to end, "
+    "from bf16 copies of every parameter; false = autocast (fp32 LayerNorm and residual stream)");
+  f("train.init", t.init,
+    "weights to start from: a vit .pt or a timm .safetensors; empty = none (vit train --init)");
+  f("train.init_strict", t.init_strict,
+    "every model tensor from the file, and every file tensor used");
+  f("train.init_new_head", t.init_new_head,
+    "a zero head even when num_classes matches (a new task)");
+  f("train.freeze", t.freeze, "none | backbone | N (the embeddings and the first N blocks)");
+  f("train.layer_decay", t.layer_decay,
+    "layer-wise learning-rate decay, lr x decay^(depth + 1 - layer), (0, 1]; 1 = off");
+  f("train.head_lr_scale", t.head_lr_scale, "the head's learning rate is lr x this, > 0");
+  f("train.dist_backend", t.dist_backend,
+    "the collectives' backend under torchrun; auto: nccl on CUDA, gloo on the CPU");
+  f("train.dist_timeout_s", t.dist_timeout_s,
+    "a collective that waits longer fails (a rank died), seconds, > 0");
+  f("train.dist_bucket_mb", t.dist_bucket_mb, "gradient all-reduce bucket in MiB, > 0");
+
+  auto& a = c.analysis;
+  f("analysis.head_fusion", a.head_fusion, "rollout: how a layer's heads combine");
+  f("analysis.discard_ratio", a.discard_ratio,
+    "rollout: fraction of the weakest patch links dropped per layer, [0, 1)");
+  f("analysis.rollout_samples", a.rollout_samples,
+    "rollout: validation images drawn when no --images are given");
+  f("analysis.distance_samples", a.distance_samples, "attention distance: images averaged");
+  f("analysis.renormalize", a.renormalize,
+    "attention distance: renormalise each row after dropping the class token");
+}
+
+// config_suggestions.cpp: every field's dotted path, in the table's order.
+std::vector<std::string> known_paths();
+// Every dotted prefix of a field path: "model", "data", "data.augment", ...
+std::set<std::string> section_paths();
+// The first key of a section, in the table's order, to show as an example.
+std::string first_key_of(const std::string& section);
+// The closest valid key among the siblings of `path` (the keys and sections
+// that share its parent), so "model.depht" finds "model.depth" and "modle"
+// finds "model".
+std::string closest_path(const std::string& path);
+
+// config.cpp: train.freeze's forms; nullopt: none of them.
+std::optional<FreezePlan> parsed_freeze(const std::string& freeze);
+
+}  // namespace vit::config_detail
