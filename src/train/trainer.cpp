@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/atomic_write.hpp"
+#include "vit/data/batch_loader.hpp"
 #include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
@@ -26,6 +27,8 @@
 #include "vit/train/stop_signal.hpp"
 #include "vit/train/tensorboard_log.hpp"
 #include "vit/train/training_checkpoint.hpp"
+#include "vit/train/weight_mirror.hpp"
+#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 namespace {
@@ -329,108 +332,113 @@ void Trainer::save(const std::string& name, bool finished, std::optional<StopRea
   save_training_checkpoint(run_dir_ + "/" + name, model_, *optimizer_, meta(finished, stop));
 }
 
-TrainSummary Trainer::fit() {
-  if (is_main()) fs::create_directories(run_dir_);
-  TrainSummary summary;
-  std::optional<StopReason> stopped;  // set when a reason to stop arrives
-  const int64_t total_steps = config_.train.epochs * steps_per_epoch_;
-  if (resume_) {
-    const CheckpointMeta m = restore_training_checkpoint(*resume_, model_, *optimizer_);
-    step_ = m.step;
-    early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best,
-                            /*has_best=*/m.best_step > 0);
-    spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", *resume_, step_,
-                 step_ / steps_per_epoch_ + 1, m.best_metric);
-    if (m.finished) {
-      stopped = StopReason::kAlreadyFinished;
-      summary.stopped_before = m.stop_reason;
-    }
-    totals_ = stored_running_totals(m, *resume_);
-    elapsed_before_ = m.elapsed_s > 0 ? m.elapsed_s : recorded_elapsed(run_dir_, step_);
-  }
-  if (group_) check_ranks_agree();
+// What a run writes as it goes: metrics.jsonl/csv and TensorBoard's events
+// (rank 0 only), and the progress bar or lines.
+struct Trainer::RunLogs {
   std::optional<MetricsLog> metrics;
-  if (is_main()) metrics.emplace(run_dir_, resume_ ? step_ : -1);
   std::optional<TensorBoardLog> tensorboard;
-  if (is_main() && config_.train.tensorboard) {
-    tensorboard.emplace(run_dir_, step_, config_.train.log_every_s);
-    summary.events_file = tensorboard->path();
-  }
-  session_start_ = Clock::now();
-  Progress progress(is_main() && Progress::stderr_is_terminal(), config_.train.log_every_s);
+  Progress progress;
+};
 
-  start_cuda_graph_if_wanted();
-  last_read_ = Clock::now();
-  const int64_t first_step = step_;
-  while (!stopped && step_ < total_steps) {
-    const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
-    if (in_epoch == 0 || step_ == first_step)
-      progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
-    const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
-    profiler_.before_step(step_);
-    const data::Batch batch = train_loader_->batch(epoch, in_epoch);
-    optimizer_->set_learning_rate(lr);
-    if (graph_step_)
-      graph_step_->run(batch);
-    else
-      train_step(batch);
-    unread_images_ += batch.labels.size(0);
-    profiler_.after_step(step_);
-    ++step_;
-    if (const auto snapshot = snapshot_due(step_, steps_per_epoch_, config_.train.snapshot_every)) {
-      if (is_main()) fs::create_directories(fs::path(run_dir_) / "snapshots");
-      save(*snapshot, /*finished=*/false);
-    }
-    if (!read_due(step_)) continue;
-    const bool stop = read_step_totals();
-    const double images_per_sec = totals_.seen / std::max(totals_.train_seconds, 1e-9);
-    progress.update(in_epoch + 1, totals_.loss_sum / totals_.steps, images_per_sec, lr);
-    if (tensorboard)
-      tensorboard->progress(step_, totals_.loss_sum / totals_.steps, lr, images_per_sec);
+std::optional<StopReason> Trainer::resume_from(const std::string& checkpoint,
+                                               TrainSummary& summary) {
+  const CheckpointMeta m = restore_training_checkpoint(checkpoint, model_, *optimizer_);
+  step_ = m.step;
+  early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best,
+                          /*has_best=*/m.best_step > 0);
+  spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", checkpoint, step_,
+               step_ / steps_per_epoch_ + 1, m.best_metric);
+  totals_ = stored_running_totals(m, checkpoint);
+  elapsed_before_ = m.elapsed_s > 0 ? m.elapsed_s : recorded_elapsed(run_dir_, step_);
+  if (!m.finished) return std::nullopt;
+  summary.stopped_before = m.stop_reason;
+  return StopReason::kAlreadyFinished;
+}
 
-    if (validation_due(step_)) {
-      progress.clear();
-      const EvalResult val = evaluate_split(model_, *val_loader_, precision_.precision);
-      // Weights that went bad without a non-finite training loss (for
-      // example, with gradient clipping off) must not reach a checkpoint.
-      if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
-      const bool improved = early_stopping_.update(val.accuracy, step_);
-      ValidationRecord r;
-      r.step = step_;
-      r.epoch = double(step_) / double(steps_per_epoch_);
-      r.train_loss = totals_.loss_sum / totals_.steps;
-      r.train_acc = double(totals_.correct) / double(totals_.seen);
-      r.val_loss = val.loss;
-      r.val_acc = val.accuracy;
-      r.best_val_acc = early_stopping_.best();
-      r.lr = lr;
-      r.images_per_sec = images_per_sec;
-      r.elapsed_s = elapsed_before_ + seconds_since(session_start_);
-      if (metrics) metrics->append(r);
-      if (tensorboard) tensorboard->record(r);
-      totals_ = {};  // the checkpoints below start a new interval
-      spdlog::info(
-          "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "
-          "lr {:.2e} | {:.0f} img/s | {:.0f} s",
-          r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
-          improved ? " (best)"
-                   : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
-                                 early_stopping_.best_step()),
-          r.lr, r.images_per_sec, r.elapsed_s);
-      if (early_stopping_.should_stop()) stopped = StopReason::kPatienceExhausted;
-      const bool finished = stopped.has_value() || step_ == total_steps;
-      // best.pt says why only when training stopped early (as it always has).
-      if (improved) save("best.pt", finished, stopped);
-      save("last.pt", finished, finished ? stopped.value_or(StopReason::kEpochsDone) : stopped);
-    }
-    last_read_ = Clock::now();  // validation and checkpoints are not training time
-    if (!stopped && stop) {
-      progress.clear();
-      stopped = StopReason::kInterrupted;
-      save("last.pt", /*finished=*/false);
-    }
+Trainer::RunLogs Trainer::open_logs(TrainSummary& summary) const {
+  RunLogs logs{std::nullopt, std::nullopt,
+               Progress(is_main() && Progress::stderr_is_terminal(), config_.train.log_every_s)};
+  if (!is_main()) return logs;
+  logs.metrics.emplace(run_dir_, resume_ ? step_ : -1);
+  if (config_.train.tensorboard) {
+    logs.tensorboard.emplace(run_dir_, step_, config_.train.log_every_s);
+    summary.events_file = logs.tensorboard->path();
   }
-  progress.clear();
+  return logs;
+}
+
+double Trainer::run_step(int64_t epoch, int64_t in_epoch) {
+  const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
+  profiler_.before_step(step_);
+  const data::Batch batch = train_loader_->batch(epoch, in_epoch);
+  optimizer_->set_learning_rate(lr);
+  if (graph_step_)
+    graph_step_->run(batch);
+  else
+    train_step(batch);
+  unread_images_ += batch.labels.size(0);
+  profiler_.after_step(step_);
+  ++step_;
+  return lr;
+}
+
+void Trainer::save_snapshot_if_due() {
+  const auto snapshot = snapshot_due(step_, steps_per_epoch_, config_.train.snapshot_every);
+  if (!snapshot) return;
+  if (is_main()) fs::create_directories(fs::path(run_dir_) / "snapshots");
+  save(*snapshot, /*finished=*/false);
+}
+
+double Trainer::images_per_second() const {
+  return totals_.seen / std::max(totals_.train_seconds, 1e-9);
+}
+
+void Trainer::report_progress(RunLogs& logs, int64_t in_epoch, double lr) const {
+  const double loss = totals_.loss_sum / totals_.steps;
+  logs.progress.update(in_epoch + 1, loss, images_per_second(), lr);
+  if (logs.tensorboard) logs.tensorboard->progress(step_, loss, lr, images_per_second());
+}
+
+std::optional<StopReason> Trainer::validate_and_checkpoint(RunLogs& logs, double lr,
+                                                           int64_t total_steps) {
+  logs.progress.clear();
+  const EvalResult val = evaluate_split(model_, *val_loader_, precision_.precision);
+  // Weights that went bad without a non-finite training loss (for example,
+  // with gradient clipping off) must not reach a checkpoint.
+  if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
+  const bool improved = early_stopping_.update(val.accuracy, step_);
+  ValidationRecord r;
+  r.step = step_;
+  r.epoch = double(step_) / double(steps_per_epoch_);
+  r.train_loss = totals_.loss_sum / totals_.steps;
+  r.train_acc = double(totals_.correct) / double(totals_.seen);
+  r.val_loss = val.loss;
+  r.val_acc = val.accuracy;
+  r.best_val_acc = early_stopping_.best();
+  r.lr = lr;
+  r.images_per_sec = images_per_second();
+  r.elapsed_s = elapsed_before_ + seconds_since(session_start_);
+  if (logs.metrics) logs.metrics->append(r);
+  if (logs.tensorboard) logs.tensorboard->record(r);
+  totals_ = {};  // the checkpoints below start a new interval
+  spdlog::info(
+      "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "
+      "lr {:.2e} | {:.0f} img/s | {:.0f} s",
+      r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
+      improved ? " (best)"
+               : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
+                             early_stopping_.best_step()),
+      r.lr, r.images_per_sec, r.elapsed_s);
+  std::optional<StopReason> stopped;
+  if (early_stopping_.should_stop()) stopped = StopReason::kPatienceExhausted;
+  const bool finished = stopped.has_value() || step_ == total_steps;
+  // best.pt says why only when training stopped early (as it always has).
+  if (improved) save("best.pt", finished, stopped);
+  save("last.pt", finished, finished ? stopped.value_or(StopReason::kEpochsDone) : stopped);
+  return stopped;
+}
+
+TrainSummary Trainer::finish(TrainSummary summary, std::optional<StopReason> stopped) {
   summary.stop_reason = stopped.value_or(StopReason::kEpochsDone);
   summary.steps = step_;
   summary.epochs = double(step_) / double(steps_per_epoch_);
@@ -440,6 +448,38 @@ TrainSummary Trainer::fit() {
   if (summary.stop_reason != StopReason::kInterrupted) summary.test = test_best();
   if (is_main()) write_summary(summary);
   return summary;
+}
+
+TrainSummary Trainer::fit() {
+  if (is_main()) fs::create_directories(run_dir_);
+  TrainSummary summary;
+  std::optional<StopReason> stopped;  // set when a reason to stop arrives
+  if (resume_) stopped = resume_from(*resume_, summary);
+  if (group_) check_ranks_agree();
+  RunLogs logs = open_logs(summary);
+  session_start_ = Clock::now();
+  start_cuda_graph_if_wanted();
+  last_read_ = Clock::now();
+  const int64_t first_step = step_, total_steps = config_.train.epochs * steps_per_epoch_;
+  while (!stopped && step_ < total_steps) {
+    const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
+    if (in_epoch == 0 || step_ == first_step)
+      logs.progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
+    const double lr = run_step(epoch, in_epoch);
+    save_snapshot_if_due();
+    if (!read_due(step_)) continue;
+    const bool stop_asked = read_step_totals();  // SIGINT or SIGTERM on any rank
+    report_progress(logs, in_epoch, lr);
+    if (validation_due(step_)) stopped = validate_and_checkpoint(logs, lr, total_steps);
+    last_read_ = Clock::now();  // validation and checkpoints are not training time
+    if (!stopped && stop_asked) {
+      logs.progress.clear();
+      stopped = StopReason::kInterrupted;
+      save("last.pt", /*finished=*/false);
+    }
+  }
+  logs.progress.clear();
+  return finish(std::move(summary), stopped);
 }
 
 std::optional<EvalResult> Trainer::test_best() {
@@ -456,8 +496,8 @@ std::optional<EvalResult> Trainer::test_best() {
   // In the training precision, as validation ran and as `vit eval` and `vit
   // predict` run best.pt by default, so all three agree image by image.
   // When the last step was the best, the trainer's own weights are best.pt's
-  // (one process: nothing to broadcast), and reading the file back (about
-  // 80 ms for the CPU benchmark job) is skipped.
+  // (one process: nothing to broadcast), and reading the file back is skipped.
+  // (measured: docs/benchmarks.md, "Why the own kernels")
   if (!group_ && early_stopping_.best_step() == step_)
     return evaluate_split(model_, *test_loader, test_precision());
   // best.pt's weights go into a separate model, so the trainer's own state

@@ -11,20 +11,15 @@
 #include <c10/core/Device.h>
 
 #include "vit/config.hpp"
-#include "vit/data/batch_loader.hpp"
-#include "vit/data/batch_source.hpp"
 #include "vit/data/data_splits.hpp"
 #include "vit/infer/evaluate.hpp"
 #include "vit/infer/precision.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
 #include "vit/train/loss_scaler.hpp"
-#include "vit/train/optimizer.hpp"
 #include "vit/train/running_totals.hpp"
 #include "vit/train/step_profiler.hpp"
 #include "vit/train/step_totals.hpp"
-#include "vit/train/weight_mirror.hpp"
-#include "vit/weights/checkpoint.hpp"
 
 namespace vit {
 
@@ -56,6 +51,13 @@ struct TrainSummary {
 
 class ProcessGroup;
 class CudaGraphStep;
+class Optimizer;
+class WeightMirror;
+struct CheckpointMeta;
+namespace data {
+class BatchSource;
+struct Batch;
+}  // namespace data
 
 class Trainer {
  public:
@@ -81,6 +83,24 @@ class Trainer {
   int64_t cuda_graph_replays() const;
 
  private:
+  struct RunLogs;  // metrics.jsonl/csv, TensorBoard, the progress bar (trainer.cpp)
+
+  // fit's steps, in order.
+  // Restores the model, the optimizer and the run's records from `checkpoint`;
+  // kAlreadyFinished when that run had ended (why goes to `summary`).
+  std::optional<StopReason> resume_from(const std::string& checkpoint, TrainSummary& summary);
+  RunLogs open_logs(TrainSummary& summary) const;
+  // One training step at (epoch, step in epoch); returns its learning rate.
+  double run_step(int64_t epoch, int64_t in_epoch);
+  void save_snapshot_if_due();
+  void report_progress(RunLogs& logs, int64_t in_epoch, double lr) const;
+  // Validates, logs the record, saves best.pt and last.pt; a reason to stop
+  // when early stopping says so.
+  std::optional<StopReason> validate_and_checkpoint(RunLogs& logs, double lr, int64_t total_steps);
+  // The summary's numbers, the final test of best.pt, summary.json.
+  TrainSummary finish(TrainSummary summary, std::optional<StopReason> stopped);
+
+  double images_per_second() const;  // since the last validation
   bool is_main() const;
   // Waits for the steps queued since the last read, adds their statistics
   // (summed over the ranks) to totals_, and stops the run with an error if a
