@@ -47,9 +47,7 @@ PrecisionHardware precision_hardware(c10::Device device) {
 
 namespace {
 
-// LibTorch's bf16 matrix products on a CPU without bf16 instructions,
-// against fp32 on the same CPU: the demo trained at 43 img/s in bf16 and 797
-// in fp32 on an AMD EPYC Zen 3 (docs/benchmarks.md).
+// How many times slower bf16 trains than fp32 where LibTorch emulates bf16 (docs/benchmarks.md).
 constexpr int kEmulatedBf16Slowdown = 18;
 
 // "avx2", or "avx2 as VIT_CPU_ISA allows" under a cap.

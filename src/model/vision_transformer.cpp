@@ -117,12 +117,11 @@ torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
   const auto& weight = compute_weight(proj->weight);  // (D, C, P, P)
   const auto& bias = compute_weight(proj->bias);
   // The convolution (stride = kernel, no padding) as one matrix product over
-  // the patches cut out and flattened like the filters, on every device. On
-  // the CPU, forward and the weights' gradient: 6.3 ms through oneDNN's
-  // convolution, 2.1-2.4 ms so (bf16 autocast, batch 128, 3 x 32 x 32 images
-  // in 4-pixel patches, width 192, 2 threads, Intel Xeon with AMX, PyTorch
-  // 1.13). On an H100, cuDNN ran ViT-S/16's 16 x 16 patches at 224 px through
-  // implicit_convolve_sgemm, 1.65 ms of a 33.4 ms step (docs/benchmarks.md).
+  // the patches cut out and flattened like the filters, on every device. Why:
+  // on the CPU it is faster than oneDNN's convolution (forward and the
+  // weights' gradient), and on GPUs cuDNN runs 16 x 16 stride-16 patches
+  // through implicit_convolve_sgemm, its slowest path.
+  // (measured: docs/benchmarks.md, "Why the own kernels")
   const int64_t B = x.size(0), C = x.size(1), P = weight.size(2);
   const int64_t rows = x.size(2) / P, cols = x.size(3) / P;
   const auto patches = x.narrow(2, 0, rows * P)
@@ -203,9 +202,8 @@ torch::Tensor AttentionImpl::fused(const torch::Tensor& x, AttentionCall::Querie
   const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
 #if TORCH_VERSION_MAJOR >= 2
   // SDPA on GPUs (flash and memory-efficient kernels), never on the CPU: there
-  // its flash kernel's backward took 411 ms of a 945 ms training step, against
-  // 57 ms for the explicit products and softmax (bf16, batch 128, 6 blocks of
-  // 192 wide with 65 tokens, Intel Xeon with AMX, 2 threads; docs/benchmarks.md).
+  // its flash kernel's backward is much slower than the explicit products and
+  // softmax. (measured: docs/benchmarks.md, "Why the own kernels")
   if (!q.is_cpu())
     return merge_heads(at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
                                                         /*dropout_p=*/drops ? attn_dropout_ : 0.0,

@@ -19,9 +19,8 @@ namespace {
 constexpr const char* kLayoutKey = "vit_layout";  // absent in torch::optim's own state
 
 // ATen's fused AdamW and SGD take the learning rate as a tensor and run on
-// CPU and CUDA from LibTorch 2.4 on. On the CPU they are also 3-4x faster than
-// the whole-vector operators (0.17 against 0.48 ms for AdamW over 800,000
-// values, 2 threads, AMD EPYC Zen 4).
+// CPU and CUDA from LibTorch 2.4 on. On the CPU they are also faster than the
+// whole-vector operators. (measured: docs/benchmarks.md, "Why the own kernels")
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 #define VIT_FUSED_OPTIMIZER 1
 #else

@@ -1,35 +1,22 @@
 #pragma once
-// The attention's core, straight from the fused qkv projection: the bias
-// added, the heads split, softmax(scale q k^T) v for every (batch, head), and
-// the heads merged back side by side, the input of the output projection.
+// The attention's core from the fused qkv projection's output: the bias added,
+// the heads split, softmax(scale q k^T) v per (batch, head), the heads merged.
 //
-// On CPUs with AMX, bf16 projections go through a kernel of our own
-// (kernels/amx/attention_head), forward and backward, one (batch, head) at a
-// time:
-// - each head's rows are packed for AMX's tiles straight from the
-//   projection, the bias added on the way (as kernels/head_split adds it),
-//   so the heads are never split into tensors of their own;
-// - the five products run on the tiles, the scores and the softmax in the
-//   thread's scratch, in cache, between them;
-// - the output goes straight into the merged layout, and the backward's
-//   gradients straight into the projection's, with the bias's summed.
-// LibTorch 1.13 runs these small batched products through oneDNN at 300-480
-// GFLOP/s on the CPU benchmark job (384 heads of 65 x 64 a block), and
-// writes the heads, the scores, the probabilities and the head-major output
-// to memory between its passes.
+// On CPUs with AMX, bf16 runs our kernel (kernels/amx/attention_head), forward
+// and backward, one (batch, head) at a time: each head's rows are packed for
+// AMX's tiles straight from the projection with the bias added, the five
+// products run on the tiles with the scores and the softmax in the thread's
+// scratch, and outputs and gradients (the bias's summed) go straight into the
+// merged and the projection's layouts. Why: LibTorch runs these small products
+// slowly and writes heads, scores and probabilities to memory between passes.
+// Other CPUs and dtypes, strided projections and head widths that are not a
+// multiple of 32 run LibTorch's operators.
+// (measured: docs/benchmarks.md, "Why the own kernels")
 //
-// On the CPU benchmark job (bf16, batch 128, Intel Xeon with AMX, 2 threads)
-// this took the training step from 293 to 271 ms: the products, the softmax,
-// the head split and its copies 57 ms a step before, the kernel 38 after
-// (docs/benchmarks.md).
-//
-// The scores and the softmax's gradient stay in fp32 inside the kernel; the
-// probabilities and the gradient of the scores are rounded to bf16 before the
-// products that read them, as LibTorch's bf16 operators round them. Its bf16
-// results (and the biased q, k and v) are rounded by vcvtneps2bf16: to
-// nearest, ties to even, subnormals to zero.
-// Everything else (other CPUs and dtypes, strided projections, head widths
-// that are not a multiple of 32) runs LibTorch's operators.
+// Numerics: the scores and the softmax's gradient stay fp32; the probabilities
+// and the scores' gradient are rounded to bf16 before the products that read
+// them, as LibTorch's bf16 operators round them; bf16 results (and the biased
+// q, k and v) by vcvtneps2bf16: to nearest, ties to even, subnormals to zero.
 #include <torch/types.h>
 
 namespace vit {

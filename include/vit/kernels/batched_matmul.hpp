@@ -4,16 +4,12 @@
 //
 // fp32 on the CPU outside autocast goes through one single-threaded matrix
 // product per matrix, the matrices shared out among LibTorch's threads, with
-// a backward of the same kind. LibTorch 1.13's fp32 bmm threads each small
-// (65 x 64) product on its own and copies transposed operands, which every
-// attention backward has (Q K^T forward, dS^T Q and dO V^T backward).
-// Measured per call on the CPU benchmark job's shapes (384 heads' 65 x 64
-// matrices, 2 threads, AMD EPYC, LibTorch 1.13; scripts/bench/
-// attention_products.cpp, two runs): Q K^T 2.2 ms against bmm's 3.9-5.6,
-// dO V^T 2.0-2.2 against 3.8-8.0, the others 1.4-1.7 against 2.3-2.7.
-// bf16 stays with LibTorch: its oneDNN bmm is 4-5x faster than a oneDNN call
-// per matrix. Everything else (other devices and dtypes, autocast) runs
-// torch::matmul.
+// a backward of the same kind. Why: LibTorch 1.13's fp32 bmm threads each
+// small (65 x 64) product on its own and copies transposed operands, which
+// every attention backward has (Q K^T forward, dS^T Q and dO V^T backward).
+// bf16 stays with LibTorch: its oneDNN bmm is faster than a oneDNN call per
+// matrix. Everything else (other devices and dtypes, autocast) runs
+// torch::matmul. (measured: docs/benchmarks.md, "Why the own kernels")
 #include <torch/types.h>
 
 namespace vit {

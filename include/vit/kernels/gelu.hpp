@@ -4,12 +4,11 @@
 //
 // On CPUs with AVX2 or AVX-512, contiguous fp32 and bf16 tensors go through a
 // kernel of our own, forward and backward (kernels/simd/gelu.inc, compiled for
-// both). Measured in AVX-512 over the CPU benchmark job's MLP activations
-// (8,320 x 768, 2 threads, AMD EPYC, LibTorch 1.13), forward plus backward
-// through autograd: bf16 5.0 ms against torch::gelu's 5.3-8.7, fp32 4.8 ms
-// against 18-22 (LibTorch's fp32 backward is the slow part). Results agree with the exact formula
-// to float rounding; bf16 outputs are the exact value rounded, or one bf16 step from it. Everything
-// else (other devices and dtypes, strided views, CPUs without AVX2) runs torch::gelu.
+// both). Why: torch::gelu is slower, its fp32 backward above all. Results
+// agree with the exact formula to float rounding; bf16 outputs are the exact
+// value rounded, or one bf16 step from it. Everything else (other devices and
+// dtypes, strided views, CPUs without AVX2) runs torch::gelu.
+// (measured: docs/benchmarks.md, "Why the own kernels")
 #include <torch/types.h>
 
 namespace vit {

@@ -10,20 +10,16 @@
 // stacks the three gradients into a (P, B, H, N, Dh) tensor, and the
 // permute's and reshape's backward copies that into the projection's layout.
 // Here the backward is one pass, and the contiguous heads fold into the
-// (B*H, N, Dh) batches of kernels/batched_matmul without a copy. Measured by
-// LibTorch's profiler on the CPU benchmark job (bf16, batch 128, 2 threads, AMD
-// EPYC, LibTorch 1.13): the stack and the copy cost 4-5 ms each per training
-// step, this backward 7.9 ms; the forward's copies 2.6 ms against matmul's
-// 4.6. Other devices get the strided views (not measured there).
+// (B*H, N, Dh) batches of kernels/batched_matmul without a copy. Other
+// devices get the strided views (not measured there).
 //
 // On CPUs with AVX2 or AVX-512 a kernel of our own (kernels/simd/head_split.inc)
 // does the copies for contiguous fp32 and bf16 inputs, and can add the
 // projection's bias on the way: the product then runs without it (mm, not
 // addmm, which first copies the bias into every row of its output), and the
 // backward sums the bias's gradient in the pass that writes x's, instead of
-// a separate sum over the rows. Measured on the same job (bf16, Intel Xeon
-// with AMX, 2 threads): the copies 13.9 ms a step through ATen, 11-12 ms
-// here; addmm's bias rows (3.5 ms) and the bias's sum (2.7 ms) gone.
+// a separate sum over the rows. Its copies are also faster than ATen's.
+// (measured: docs/benchmarks.md, "Why the own kernels")
 #include <torch/types.h>
 
 #include <vector>

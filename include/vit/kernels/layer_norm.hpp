@@ -6,12 +6,9 @@
 // our own, forward and backward (kernels/simd/layer_norm.inc, compiled for
 // both). It can write bf16 directly, for a LayerNorm that feeds a bf16 matrix
 // product: LibTorch would write fp32 and autocast would then cast it, and
-// cast the gradient back, in two more passes. Measured over the CPU benchmark
-// job's tokens (8,320 x 192, 2 threads, AMD EPYC, LibTorch 1.13), forward
-// plus backward through autograd:
-// torch::layer_norm 2.0-2.3 ms, with the cast to bf16 3.3-3.6 ms.
-// Everything else (other devices and dtypes, strided views, CPUs without
-// AVX2) runs torch::layer_norm, cast where bf16 was asked for.
+// cast the gradient back, in two more passes. Everything else (other devices
+// and dtypes, strided views, CPUs without AVX2) runs torch::layer_norm, cast
+// where bf16 was asked for. (measured: docs/benchmarks.md, "Why the own kernels")
 #include <torch/types.h>
 
 namespace vit {

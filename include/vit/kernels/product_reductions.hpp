@@ -1,11 +1,9 @@
 #pragma once
 // On GPUs, the sums over every row that a backward pass needs (LayerNorm's
 // weight and bias gradients, a linear layer's bias gradient), without
-// LibTorch's reduction kernels, which fit this job's shapes badly: on an
-// H200, the p4d384/512 step (25,600 rows of 384) spent 2.85 ms of 20.5 in
-// LayerNorm's GammaBetaBackward (114 us a call for a pass over 40 MB, about
-// 0.35 TB/s) and 1.93 ms in the linear layers' bias-gradient sums
-// (docs/benchmarks.md, "On a GPU").
+// LibTorch's reduction kernels, which fit this job's shapes badly: its
+// LayerNorm GammaBetaBackward runs far below the GPU's memory speed on them.
+// (measured: docs/benchmarks.md, "Why the own kernels" and "On a GPU")
 //
 // - LayerNorm is LibTorch's forward, with its affine part, and LibTorch's
 //   backward for x's gradient alone. The weight's and bias's gradients,

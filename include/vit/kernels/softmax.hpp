@@ -7,11 +7,11 @@
 // kernel of our own, forward and backward (kernels/simd/softmax.inc), which
 // folds in the scale and the casts: LibTorch takes a pass for the scale, one
 // to widen bf16 scores to fp32, one for the softmax, one to narrow the
-// probabilities to bf16 for the next product, and the same again backward. LibTorch 1.13's fp32
-// softmax is itself slow on short rows: 1.5 ms for the CPU benchmark job's
-// 384 x 65 x 65 scores (2 threads, AMD EPYC), 5.7 ms from bf16 scores.
-// Everything else (other devices and dtypes, strided views, CPUs without
-// AVX2) runs torch::softmax and casts.
+// probabilities to bf16 for the next product, and the same again backward.
+// LibTorch 1.13's fp32 softmax is also slow on short rows such as the
+// attention's. Everything else (other devices and dtypes, strided views, CPUs
+// without AVX2) runs torch::softmax and casts.
+// (measured: docs/benchmarks.md, "Why the own kernels")
 #include <torch/types.h>
 
 namespace vit {
