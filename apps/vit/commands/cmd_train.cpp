@@ -167,15 +167,14 @@ int run_train(const TrainOptions& o) {
     log_to_file(run_dir + "/train.log");
     write_text_atomically(run_dir + "/config.json", config_to_json_string(config));
   }
-  const int threads = at::get_num_threads();
-  const PrecisionChoice precision = choose_precision(config.train.precision, device);
-  spdlog::info("run {} on {} ({} thread{}), {}", run_dir, device.str(), threads,
-               threads == 1 ? "" : "s", precision.description);
-  if (precision.warning) spdlog::warn("{}", *precision.warning);
-
   const data::DataSplits splits = data::load_data(config);
   install_stop_signal_handlers();
   Trainer trainer(config, splits, device, run_dir, o.resume, group.get());
+  const int threads = at::get_num_threads();
+  const PrecisionChoice& precision = trainer.precision();  // train.precision, chosen once
+  spdlog::info("run {} on {} ({} thread{}), {}", run_dir, device.str(), threads,
+               threads == 1 ? "" : "s", precision.description);
+  if (precision.warning) spdlog::warn("{}", *precision.warning);
   if (o.profile && main_rank)
     trainer.profile(StepProfiler(*o.profile, kProfileWarmupSteps, o.profile_steps));
   TrainSummary summary;
