@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/model_inputs.hpp"
+#include "cli/input_images.hpp"
 #include "error_of.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_maps.hpp"

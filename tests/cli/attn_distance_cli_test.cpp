@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/model_inputs.hpp"
+#include "cli/input_images.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/attention_distance.hpp"
 #include "vit/io/image_io.hpp"

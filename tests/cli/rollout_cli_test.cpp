@@ -11,7 +11,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/model_inputs.hpp"
+#include "cli/input_images.hpp"
 #include "trained_checkpoint.hpp"
 #include "vit/analysis/rollout.hpp"
 #include "vit/error.hpp"

@@ -16,7 +16,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "cli/analysis_inputs.hpp"
+#include "cli/input_images.hpp"
 #include "vit/analysis/ablation.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"

@@ -18,9 +18,9 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/analysis_inputs.hpp"
-#include "cli/model_inputs.hpp"
-#include "cli/model_source.hpp"
+#include "cli/input_images.hpp"
+
+#include "cli/opened_model.hpp"
 #include "vit/analysis/attention_distance.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/figures.hpp"

@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "cli/analysis_inputs.hpp"
-#include "cli/model_inputs.hpp"
+#include "cli/input_images.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/analysis/cka.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"

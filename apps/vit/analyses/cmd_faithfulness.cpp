@@ -13,8 +13,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "cli/analysis_inputs.hpp"
 #include "cli/analysis_outputs.hpp"
+#include "cli/input_images.hpp"
 #include "vit/analysis/faithfulness.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-#include "cli/model_source.hpp"
+#include "cli/opened_model.hpp"
 
 namespace vit::cli {
 

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/analysis_outputs.hpp"
-#include "cli/model_inputs.hpp"
-#include "cli/model_source.hpp"
+
+#include "cli/opened_model.hpp"
 #include "vit/analysis/filter_pca.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/filter_figure.hpp"

@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "cli/analysis_inputs.hpp"
 #include "cli/analysis_outputs.hpp"
+#include "cli/input_images.hpp"
 #include "vit/analysis/logit_lens.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"

@@ -13,8 +13,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/model_inputs.hpp"
-#include "cli/model_source.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/analysis/pos_embed_similarity.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/io/image_io.hpp"

@@ -12,8 +12,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "cli/analysis_inputs.hpp"
 #include "cli/analysis_outputs.hpp"
+#include "cli/input_images.hpp"
 #include "vit/analysis/linear_probe.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"

@@ -14,10 +14,9 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/analysis_inputs.hpp"
 #include "cli/analysis_outputs.hpp"
-#include "cli/model_inputs.hpp"
-#include "cli/model_source.hpp"
+#include "cli/input_images.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/analysis/saliency.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"

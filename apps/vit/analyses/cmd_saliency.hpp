@@ -1,5 +1,5 @@
 #pragma once
-#include "cli/model_source.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/analysis/saliency.hpp"
 
 namespace vit::cli {

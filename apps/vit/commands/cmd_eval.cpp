@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/analysis_outputs.hpp"
-#include "cli/model_inputs.hpp"
-#include "cli/model_source.hpp"
+
+#include "cli/opened_model.hpp"
 #include "vit/atomic_write.hpp"
 #include "vit/data/batch_loader.hpp"
 #include "vit/data/data_splits.hpp"

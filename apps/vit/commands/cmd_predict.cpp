@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/analysis_outputs.hpp"
-#include "cli/model_inputs.hpp"
-#include "cli/model_source.hpp"
+#include "cli/input_images.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/infer/precision.hpp"
 
 namespace vit::cli {

@@ -22,7 +22,7 @@
 #include "analyses/cmd_probe.hpp"
 #include "analyses/cmd_rollout.hpp"
 #include "analyses/cmd_saliency.hpp"
-#include "cli/analysis_inputs.hpp"
+#include "cli/input_images.hpp"
 #include "commands/cmd_eval.hpp"
 #include "report/report_page.hpp"
 #include "report/report_snapshots.hpp"

@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "analyses/cmd_cka.hpp"
-#include "cli/analysis_inputs.hpp"
-#include "cli/model_inputs.hpp"
+#include "cli/input_images.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/analysis/cka.hpp"
 #include "vit/analysis/logit_lens.hpp"
 #include "vit/atomic_write.hpp"

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/model_source.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/train/snapshots.hpp"
 
 namespace vit::cli {

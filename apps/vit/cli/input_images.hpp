@@ -1,8 +1,9 @@
 #pragma once
-// What the analysis commands share: the images they look at (--images files,
-// or --samples N drawn from the validation split with the seed), and a
-// batched pass of forward_with_attention over them, so that many images of a
-// big model never hold all their attention maps at once.
+// The images a command reads: --images files as the model's input (predict,
+// the analyses), or --samples N drawn from the validation split with the
+// seed (the analyses), and a batched pass of forward_with_attention over
+// them, so that many images of a big model never hold all their attention
+// maps at once.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -13,7 +14,7 @@
 #include <c10/core/Device.h>
 #include <CLI/CLI.hpp>
 
-#include "cli/model_source.hpp"
+#include "cli/opened_model.hpp"
 #include "vit/analysis/image_batches.hpp"
 #include "vit/config.hpp"
 #include "vit/model/vision_transformer.hpp"
@@ -24,6 +25,20 @@ namespace vit::cli {
 // report's snapshots) read by default: enough for a stable accuracy per layer,
 // a second or two on the demo model.
 constexpr int64_t kLayerSamples = 1000;
+
+struct ImageInputs {
+  std::vector<std::string> paths;
+  at::Tensor pixels;      // uint8 (B, C, S, S): converted to the model's channels and size
+  at::Tensor normalized;  // float (B, C, S, S) on the device, ready for the model
+};
+
+// Reads each file (any size or channel count), converts it to the model's
+// channels, resizes it to model.image_size and normalises with data.mean/std.
+ImageInputs load_image_inputs(const std::vector<std::string>& paths, const Config& config,
+                              c10::Device device);
+
+// uint8 (B, C, S, S) -> float normalised with the config's mean and std.
+at::Tensor normalize_pixels(const at::Tensor& pixels, const Config& config, c10::Device device);
 
 struct AnalysisInputs {
   std::vector<std::string> ids;  // the file's path, or "val:I" for image I of the validation split

@@ -1,4 +1,4 @@
-#include "cli/analysis_inputs.hpp"
+#include "cli/input_images.hpp"
 
 #include <unistd.h>
 

@@ -1,6 +1,7 @@
 #pragma once
-// What the commands that read a model share: --checkpoint, --config and
-// --out, how they open the model, and where their files go by default.
+// The model a command reads: --checkpoint, --config and --out, how the
+// checkpoint (or timm file) is opened with its dataset, and where the
+// command's files go by default.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -14,6 +15,11 @@
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit::cli {
+
+// --checkpoint or runs/latest/best.pt; --config for timm safetensors files.
+// The model comes back in eval mode on `device`.
+LoadedModel open_checkpoint(const std::optional<std::string>& checkpoint,
+                            const std::optional<std::string>& config_path, c10::Device device);
 
 struct ModelSource {
   std::optional<std::string> checkpoint;  // --checkpoint CKPT (default runs/latest/best.pt)

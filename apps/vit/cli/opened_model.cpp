@@ -1,14 +1,23 @@
-#include "cli/model_source.hpp"
+#include "cli/opened_model.hpp"
 
 #include <algorithm>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
-#include "cli/model_inputs.hpp"
 #include "vit/data/materialize.hpp"
 
 namespace vit::cli {
+
+LoadedModel open_checkpoint(const std::optional<std::string>& checkpoint,
+                            const std::optional<std::string>& config_path, c10::Device device) {
+  const std::string path = resolve_checkpoint_path(checkpoint);
+  spdlog::info("using checkpoint {}", path);
+  LoadedModel loaded = load_model(path, config_path);
+  loaded.model->to(device);
+  loaded.model->eval();
+  return loaded;
+}
 
 void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_data, OutFolder out,
                               const std::string& holds, const std::string& default_name) {
