@@ -15,19 +15,17 @@
 #include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
-#include "vit/train/cuda_graph_step.hpp"
 #include "vit/train/distributed.hpp"
 #include "vit/train/distributed_evaluation.hpp"
 #include "vit/train/fine_tune.hpp"
 #include "vit/train/lr_schedule.hpp"
 #include "vit/train/metrics_log.hpp"
-#include "vit/train/optimizer.hpp"
 #include "vit/train/progress.hpp"
 #include "vit/train/snapshots.hpp"
 #include "vit/train/stop_signal.hpp"
 #include "vit/train/tensorboard_log.hpp"
 #include "vit/train/training_checkpoint.hpp"
-#include "vit/train/weight_mirror.hpp"
+#include "vit/train/training_step.hpp"
 #include "vit/weights/checkpoint.hpp"
 
 namespace vit {
@@ -43,27 +41,6 @@ constexpr int64_t kCudaReadEvery = 25;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Cross-entropy against soft targets (B, K) from mixup/cutmix, with the same
-// label smoothing as the hard-label loss.
-torch::Tensor soft_target_loss(const torch::Tensor& logits, const torch::Tensor& targets,
-                               double smoothing) {
-  const auto k = static_cast<double>(logits.size(1));
-  const auto smoothed = targets * (1.0 - smoothing) + smoothing / k;  // (B, K)
-  return -(smoothed * torch::log_softmax(logits, /*dim=*/1)).sum(/*dim=*/1).mean();
-}
-
-// 1 (float (1), on the device) where a step must not reach the weights:
-// fp16's overflow (the scaler retries with a smaller scale), or a loss or
-// gradient norm that is not finite (StepTotals records it, and the run stops
-// at the next read). Computed on the device, so nothing waits for it.
-at::Tensor skip_flag(const at::Tensor& loss, const at::Tensor& grad_norm,
-                     const at::Tensor& overflow) {
-  auto bad = torch::isfinite(loss.detach()).logical_not();
-  if (grad_norm.defined()) bad = bad.logical_or(torch::isfinite(grad_norm).logical_not());
-  const auto flag = bad.to(torch::kFloat32).view({1});
-  return overflow.defined() ? torch::maximum(flag, overflow) : flag;
 }
 
 // "nan", "inf" or "-inf", the same on every platform (printf may say "-nan").
@@ -112,13 +89,10 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
     : config_(std::move(config)),
       splits_(std::move(splits)),
       device_(device),
-      precision_(choose_precision(config_.train.precision, device_)),
       run_dir_(std::move(run_dir)),
       resume_(std::move(resume)),
       group_(group),
       early_stopping_(config_.train.early_stop_patience, config_.train.early_stop_min_delta),
-      scaler_(precision_.precision == Precision::kFp16, device_),
-      step_totals_(device_),
       read_every_(device_.is_cuda() ? kCudaReadEvery : 1) {
   if (static_cast<int64_t>(splits_.classes().size()) != config_.model.num_classes)
     throw Error(fmt::format("the dataset has {} classes but model.num_classes is {}",
@@ -131,17 +105,8 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   model_ = VisionTransformer(config_.model);
   model_->to(device_);
   prepare_for_fine_tuning();
-  optimizer_ = make_optimizer(model_, config_.train);
-  bf16_end_to_end_ =
-      runs_bf16_end_to_end(precision_.precision, device_, config_.train.bf16_activations);
-  if (const auto dtype = autocast_dtype(precision_.precision))
-    weight_mirror_ = std::make_unique<WeightMirror>(
-        model_, *optimizer_, *dtype,
-        bf16_end_to_end_ ? MirrorScope::kAllParameters : MirrorScope::kMatrixProducts);
-  if (bf16_end_to_end_)
-    spdlog::info(
-        "the step runs in bf16 end to end, from bf16 copies of the weights "
-        "(train.bf16_activations; false = autocast)");
+  training_step_ = std::make_unique<TrainingStep>(
+      model_, config_.train, choose_precision(config_.train.precision, device_), device_, group_);
   train_loader_ = data::loader_for(splits_, data::SplitName::kTrain, config_,
                                    train_loader_options(config_, device_, group_));
   val_loader_ = eval_loader(data::SplitName::kVal);
@@ -155,7 +120,15 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
 Trainer::~Trainer() = default;
 
 int64_t Trainer::cuda_graph_replays() const {
-  return graph_step_ ? graph_step_->replays() : 0;
+  return training_step_->cuda_graph_replays();
+}
+
+void Trainer::profile(StepProfiler profiler) {
+  training_step_->profile(std::move(profiler));
+}
+
+const PrecisionChoice& Trainer::precision() const {
+  return training_step_->precision();
 }
 
 bool Trainer::is_main() const {
@@ -168,7 +141,7 @@ void Trainer::check_ranks_agree() {
   group_->require_same(std::hash<std::string>{}(config_to_json_string(config_)),
                        "the resolved config (config file, --set, --seed)");
   // "auto" may pick bf16 on one machine and fp32 on another.
-  group_->require_same(static_cast<uint64_t>(precision_.precision),
+  group_->require_same(static_cast<uint64_t>(precision().precision),
                        "the precision (train.precision auto picks per machine; set it explicitly)");
   broadcast_model(model_, *group_);
 }
@@ -202,44 +175,8 @@ bool Trainer::read_due(int64_t step) const {
   return step % read_every_ == 0 || validation_due(step) || (!group_ && stop_requested());
 }
 
-void Trainer::train_step(const data::Batch& batch) {
-  model_->train();
-  optimizer_->zero_grad();
-  if (weight_mirror_) weight_mirror_->refresh();
-  torch::Tensor logits;
-  {
-    std::optional<AutocastScope> autocast;
-    if (!bf16_end_to_end_) autocast.emplace(precision_.precision, device_);
-    std::optional<WeightSubstitution> low_precision_weights;
-    if (weight_mirror_) low_precision_weights.emplace(weight_mirror_->substitutes());
-    logits = model_->forward(bf16_end_to_end_ ? batch.images.to(torch::kBFloat16) : batch.images);
-  }
-  logits = logits.to(torch::kFloat);  // (B, K); the loss is computed in fp32
-  const double smoothing = config_.train.label_smoothing;
-  const auto loss =
-      batch.targets.defined()
-          ? soft_target_loss(logits, batch.targets, smoothing)
-          : torch::nn::functional::cross_entropy(
-                logits, batch.labels,
-                torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
-  scaler_.scale(loss).backward();
-  if (weight_mirror_) weight_mirror_->collect_gradients();
-  if (group_)
-    group_->average_gradients(optimizer_->gradients(),
-                              static_cast<int64_t>(config_.train.dist_bucket_mb * (1 << 20)));
-  scaler_.unscale(optimizer_->gradients());
-  torch::NoGradGuard no_grad;
-  at::Tensor norm;
-  if (config_.train.grad_clip > 0) norm = optimizer_->clip_gradient_norm(config_.train.grad_clip);
-  optimizer_->step(skip_flag(loss, norm, scaler_.found_inf()));
-  scaler_.update();
-  step_totals_.add(loss, logits.argmax(/*dim=*/1).eq(batch.labels).sum(), norm,
-                   scaler_.found_inf());
-}
-
 bool Trainer::read_step_totals() {
-  StepTotals::Values v = step_totals_.read();  // waits for the device
-  step_totals_.reset();
+  StepTotals::Values v = training_step_->read_totals();  // waits for the device
   totals_.train_seconds += seconds_since(last_read_);
   last_read_ = Clock::now();
   int64_t images = unread_images_;
@@ -272,19 +209,6 @@ bool Trainer::read_step_totals() {
   totals_.seen += images;
   totals_.steps += v.steps;
   return stop;
-}
-
-void Trainer::start_cuda_graph_if_wanted() {
-  if (!device_.is_cuda() || !config_.train.cuda_graph) return;
-  std::string why_not;  // a CUDA device means a LibTorch with CUDA
-  if (group_) why_not = "not yet under torchrun";
-  if (profiler_.active()) why_not = "--profile records every operator eagerly";
-  if (!why_not.empty()) {
-    spdlog::info("train.cuda_graph: the step runs eagerly ({})", why_not);
-    return;
-  }
-  graph_step_ = std::make_unique<CudaGraphStep>(
-      [this](const data::Batch& batch) { train_step(batch); }, device_);
 }
 
 std::unique_ptr<data::BatchSource> Trainer::eval_loader(data::SplitName which) const {
@@ -329,7 +253,8 @@ CheckpointMeta Trainer::meta(bool finished, std::optional<StopReason> stop) cons
 
 void Trainer::save(const std::string& name, bool finished, std::optional<StopReason> stop) {
   if (!is_main()) return;  // the ranks hold the same weights and optimizer state
-  save_training_checkpoint(run_dir_ + "/" + name, model_, *optimizer_, meta(finished, stop));
+  save_training_checkpoint(run_dir_ + "/" + name, model_, training_step_->optimizer(),
+                           meta(finished, stop));
 }
 
 // What a run writes as it goes: metrics.jsonl/csv and TensorBoard's events
@@ -342,7 +267,8 @@ struct Trainer::RunLogs {
 
 std::optional<StopReason> Trainer::resume_from(const std::string& checkpoint,
                                                TrainSummary& summary) {
-  const CheckpointMeta m = restore_training_checkpoint(checkpoint, model_, *optimizer_);
+  const CheckpointMeta m =
+      restore_training_checkpoint(checkpoint, model_, training_step_->optimizer());
   step_ = m.step;
   early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best,
                           /*has_best=*/m.best_step > 0);
@@ -369,15 +295,9 @@ Trainer::RunLogs Trainer::open_logs(TrainSummary& summary) const {
 
 double Trainer::run_step(int64_t epoch, int64_t in_epoch) {
   const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
-  profiler_.before_step(step_);
   const data::Batch batch = train_loader_->batch(epoch, in_epoch);
-  optimizer_->set_learning_rate(lr);
-  if (graph_step_)
-    graph_step_->run(batch);
-  else
-    train_step(batch);
+  training_step_->run(batch, lr, step_);
   unread_images_ += batch.labels.size(0);
-  profiler_.after_step(step_);
   ++step_;
   return lr;
 }
@@ -402,7 +322,7 @@ void Trainer::report_progress(RunLogs& logs, int64_t in_epoch, double lr) const 
 std::optional<StopReason> Trainer::validate_and_checkpoint(RunLogs& logs, double lr,
                                                            int64_t total_steps) {
   logs.progress.clear();
-  const EvalResult val = evaluate_split(model_, *val_loader_, precision_.precision);
+  const EvalResult val = evaluate_split(model_, *val_loader_, precision().precision);
   // Weights that went bad without a non-finite training loss (for example,
   // with gradient clipping off) must not reach a checkpoint.
   if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
@@ -458,7 +378,7 @@ TrainSummary Trainer::fit() {
   if (group_) check_ranks_agree();
   RunLogs logs = open_logs(summary);
   session_start_ = Clock::now();
-  start_cuda_graph_if_wanted();
+  training_step_->use_cuda_graph_if_wanted(config_.train.cuda_graph);
   last_read_ = Clock::now();
   const int64_t first_step = step_, total_steps = config_.train.epochs * steps_per_epoch_;
   while (!stopped && step_ < total_steps) {
@@ -509,7 +429,7 @@ std::optional<EvalResult> Trainer::test_best() {
 }
 
 Precision Trainer::test_precision() const {
-  return evaluation_precision(precision_.precision, device_);
+  return evaluation_precision(precision().precision, device_);
 }
 
 void Trainer::write_summary(const TrainSummary& s) const {
@@ -519,7 +439,7 @@ void Trainer::write_summary(const TrainSummary& s) const {
                       {"best_val_acc", s.best_val_acc},
                       {"best_step", s.best_step},
                       {"train_seconds", s.train_seconds},
-                      {"precision", name_of(precision_.precision)},
+                      {"precision", name_of(precision().precision)},
                       {"cpu_isa", cpu_isa_name(cpu_isa())}};
   if (const auto peak = peak_gpu_memory_bytes(device_))
     j["peak_gpu_memory_mib"] = double(*peak) / (1 << 20);

@@ -12,48 +12,18 @@
 
 #include "vit/config.hpp"
 #include "vit/data/data_splits.hpp"
-#include "vit/infer/evaluate.hpp"
-#include "vit/infer/precision.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/train/early_stopping.hpp"
-#include "vit/train/loss_scaler.hpp"
 #include "vit/train/running_totals.hpp"
-#include "vit/train/step_profiler.hpp"
-#include "vit/train/step_totals.hpp"
+#include "vit/train/train_summary.hpp"
 
 namespace vit {
 
-// Why training stopped.
-enum class StopReason { kEpochsDone, kPatienceExhausted, kInterrupted, kAlreadyFinished };
-template <>
-struct EnumNames<StopReason> {
-  static constexpr std::pair<StopReason, const char*> table[] = {
-      {StopReason::kEpochsDone, "epochs done"},
-      {StopReason::kPatienceExhausted, "patience exhausted"},
-      {StopReason::kInterrupted, "interrupted"},
-      {StopReason::kAlreadyFinished, "already finished"}};
-};
-
-struct TrainSummary {
-  StopReason stop_reason = StopReason::kEpochsDone;
-  std::string stopped_before;  // kAlreadyFinished: why the resumed run had stopped
-  // "epochs done", or "already finished (epochs done)": for logs and summary.json
-  std::string stop_text() const;
-  int64_t steps = 0;
-  double epochs = 0;  // fractional epochs trained
-  double best_val_acc = 0;
-  int64_t best_step = 0;
-  std::optional<EvalResult>
-      test;                  // best.pt on the test split; absent when interrupted or no test split
-  double train_seconds = 0;  // wall time of this invocation's training loop
-  std::string events_file;   // this invocation's TensorBoard events; empty when off
-};
-
 class ProcessGroup;
-class CudaGraphStep;
-class Optimizer;
-class WeightMirror;
+class StepProfiler;
+class TrainingStep;
 struct CheckpointMeta;
+struct PrecisionChoice;
 namespace data {
 class BatchSource;
 struct Batch;
@@ -74,11 +44,11 @@ class Trainer {
 
   TrainSummary fit();
   // Profile some steps of fit() (train/step_profiler.hpp).
-  void profile(StepProfiler profiler) { profiler_ = std::move(profiler); }
+  void profile(StepProfiler profiler);
 
   VisionTransformer& model() { return model_; }
   // The precision the steps run, train.precision's "auto" resolved.
-  const PrecisionChoice& precision() const { return precision_; }
+  const PrecisionChoice& precision() const;
   // Training steps replayed from a CUDA graph so far (0 when none was captured).
   int64_t cuda_graph_replays() const;
 
@@ -115,11 +85,6 @@ class Trainer {
   std::unique_ptr<data::BatchSource> eval_loader(data::SplitName which) const;
   void check_ranks_agree();
   void prepare_for_fine_tuning();  // train.init, train.freeze
-  // One step, queued without waiting for the device: forward, backward,
-  // optimizer; its statistics go to step_totals_. The learning rate is the
-  // optimizer's, set before.
-  void train_step(const data::Batch& batch);
-  void start_cuda_graph_if_wanted();
   bool validation_due(int64_t step) const;
   // Throws vit::Error naming the value, the step and the last good checkpoint.
   [[noreturn]] void stop_on_non_finite(const std::string& what, double value, int64_t step) const;
@@ -134,31 +99,23 @@ class Trainer {
   Config config_;
   data::DataSplits splits_;
   c10::Device device_;
-  PrecisionChoice precision_;  // train.precision on device_ ("auto" resolved)
   std::string run_dir_;
   std::optional<std::string> resume_;
   ProcessGroup* group_ = nullptr;
   VisionTransformer model_{nullptr};
-  std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
-  bool bf16_end_to_end_ = false;                 // no autocast: the mirror holds every parameter
   std::unique_ptr<data::BatchSource> train_loader_, val_loader_;
   EarlyStopping early_stopping_;
-  LossScaler scaler_;
-  StepProfiler profiler_;
   int64_t step_ = 0;
   int64_t steps_per_epoch_ = 0;
-  StepTotals step_totals_;     // on the device, since the last read
-  int64_t read_every_ = 1;     // steps between reads of step_totals_
+  int64_t read_every_ = 1;     // steps between reads of the step statistics
   int64_t unread_images_ = 0;  // this rank's training images since the last read
   std::chrono::steady_clock::time_point last_read_;  // training time runs from here
   RunningTotals totals_;       // since the last validation; saved in checkpoints
   double elapsed_before_ = 0;  // run time of earlier sessions (resume)
   std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
-  // train.cuda_graph on a CUDA device. Last, so that it is destroyed first:
-  // the captured graph holds the addresses of the model's, the optimizer's,
-  // the loss scaler's and the step totals' buffers, and must not outlive them.
-  std::unique_ptr<CudaGraphStep> graph_step_;
+  // The step itself: the optimizer, the precision's machinery, the CUDA
+  // graph. Made once the model's frozen parameters are known.
+  std::unique_ptr<TrainingStep> training_step_;
 };
 
 }  // namespace vit
