@@ -74,12 +74,18 @@ at::Tensor overlay_grid(const std::vector<OverlayPicture>& pictures,
   return io::make_grid(tiles, grid_options);
 }
 
-io::Panel layer_panel(const std::string& title, const std::string& y_label) {
+io::Panel counting_panel(const std::string& title, const std::string& x_label,
+                         const std::string& y_label) {
   io::Panel panel;
   panel.title = title;
-  panel.x_label = "layer (0 = embeddings)";
+  panel.x_label = x_label;
   panel.y_label = y_label;
   panel.integer_x = true;
+  return panel;
+}
+
+io::Panel layer_panel(const std::string& title, const std::string& y_label) {
+  io::Panel panel = counting_panel(title, "layer (0 = embeddings)", y_label);
   panel.y_min = 0;
   return panel;
 }

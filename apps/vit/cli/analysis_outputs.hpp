@@ -44,6 +44,9 @@ at::Tensor overlay_grid(const std::vector<OverlayPicture>& pictures,
 // The layer-by-layer commands' plots (lens, probe): a panel against the layer
 // (0 = the embeddings) with whole-number ticks and y from 0, and its x values
 // 0, 1, ..., count - 1.
+// A panel whose x axis counts (layers, epochs): integer ticks.
+io::Panel counting_panel(const std::string& title, const std::string& x_label,
+                         const std::string& y_label);
 io::Panel layer_panel(const std::string& title, const std::string& y_label);
 std::vector<double> layer_axis(size_t count);
 

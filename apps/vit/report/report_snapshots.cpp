@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "analyses/cmd_cka.hpp"
+#include "cli/analysis_outputs.hpp"
 #include "cli/input_images.hpp"
 #include "cli/opened_model.hpp"
 #include "vit/analysis/cka.hpp"
@@ -22,11 +23,7 @@ namespace {
 io::Panel layers_over_epochs(const std::string& title, const std::string& y_label,
                              const std::vector<int64_t>& epochs,
                              const std::vector<std::vector<double>>& values) {
-  io::Panel panel;
-  panel.title = title;
-  panel.x_label = "epoch";
-  panel.y_label = y_label;
-  panel.integer_x = true;
+  io::Panel panel = counting_panel(title, "epoch", y_label);
   panel.y_max = 1;
   double lowest = 1;
   for (const auto& row : values)
