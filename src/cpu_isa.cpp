@@ -78,19 +78,7 @@ std::optional<std::string> cap_from_environment() {
 }  // namespace
 
 const char* cpu_isa_name(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kBaseline:
-      return "baseline";
-    case CpuIsa::kAvx2:
-      return "avx2";
-    case CpuIsa::kAvx512:
-      return "avx512";
-    case CpuIsa::kAvx512Bf16:
-      return "avx512_bf16";
-    case CpuIsa::kAmx:
-      return "amx";
-  }
-  return "baseline";
+  return enum_name(isa);
 }
 
 CpuIsa detected_cpu_isa() {
@@ -100,18 +88,14 @@ CpuIsa detected_cpu_isa() {
 
 CpuIsa capped_cpu_isa(CpuIsa detected, const std::optional<std::string>& cap) {
   if (!cap) return detected;
-  CpuIsa limit;
-  if (*cap == "avx512")
-    limit = CpuIsa::kAvx512;
-  else if (*cap == "avx2")
-    limit = CpuIsa::kAvx2;
-  else if (*cap == "baseline")
-    limit = CpuIsa::kBaseline;
-  else
+  // A cap names one of the vector instruction sets the own kernels choose
+  // between; bf16 and AMX go with AVX-512.
+  const auto limit = enum_from_name<CpuIsa>(*cap);
+  if (!limit || *limit > CpuIsa::kAvx512)
     throw Error("VIT_CPU_ISA='" + *cap +
                 "': expected avx512, avx2 or baseline (the most of this CPU's vector "
                 "instructions vit may use), or unset for all of them");
-  return detected < limit ? detected : limit;
+  return detected < *limit ? detected : *limit;
 }
 
 CpuIsa cpu_isa() {

@@ -8,6 +8,9 @@
 // ONEDNN_MAX_CPU_ISA for oneDNN; those two stay separate settings).
 #include <optional>
 #include <string>
+#include <utility>
+
+#include "vit/enum_names.hpp"
 
 namespace vit {
 
@@ -18,6 +21,15 @@ enum class CpuIsa {
   kAvx512,      // AVX-512 F, BW and VL: their 16-lane path
   kAvx512Bf16,  // AVX512_BF16: bf16 products in hardware
   kAmx,         // AMX with bf16 tiles (and AVX512_BF16)
+};
+
+template <>
+struct EnumNames<CpuIsa> {
+  static constexpr std::pair<CpuIsa, const char*> table[] = {{CpuIsa::kBaseline, "baseline"},
+                                                             {CpuIsa::kAvx2, "avx2"},
+                                                             {CpuIsa::kAvx512, "avx512"},
+                                                             {CpuIsa::kAvx512Bf16, "avx512_bf16"},
+                                                             {CpuIsa::kAmx, "amx"}};
 };
 
 // "baseline", "avx2", "avx512", "avx512_bf16", "amx".
