@@ -105,7 +105,7 @@ run_one() {
         { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec":\([0-9.e+]*\).*/\1/p' "$out/metrics.jsonl" | tail -1)
       echo "$binary, LibTorch $("$binary" --version 2>/dev/null | sed -n 's/.*LibTorch \([0-9.]*\).*/\1/p' | head -1)" \
-        > "$WORK/config-$who.txt" ;;
+        > "$WORK/config-${who//\//_}.txt" ;;
     *)
       local py=$pip_python model=timm extra=() script=scripts/bench/pytorch_train.py
       [ "$who" = loop ] && who=loop-$vit_line
@@ -131,7 +131,7 @@ run_one() {
       /usr/bin/time -f '%e %M' -o "$timing" "$py" "$script" "${job[@]}" --precision "$precision" \
         --batch "$batch" --threads "$THREADS" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
       ips=$(sed -n 's/.*"images_per_sec": \([0-9.e+]*\).*/\1/p' "$log" | tail -1)
-      sed -n 's/.*"config": "\([^"]*\)".*/\1/p' "$log" | tail -1 > "$WORK/config-$1.txt" ;;
+      sed -n 's/.*"config": "\([^"]*\)".*/\1/p' "$log" | tail -1 > "$WORK/config-${1//\//_}.txt" ;;
   esac
   read -r wall kib < "$timing"
   echo "$ips $wall $((kib / 1024))"
@@ -186,5 +186,5 @@ for setting in "${settings[@]}"; do
 done
 echo
 for who in $CONTENDERS; do  # each contender's exact configuration, as its last run reported it
-  printf '# %-16s %s\n' "$who:" "$(cat "$WORK/config-$who.txt" 2>/dev/null || echo '(not reported)')"
+  printf '# %-16s %s\n' "$who:" "$(cat "$WORK/config-${who//\//_}.txt" 2>/dev/null || echo '(not reported)')"
 done
