@@ -122,7 +122,7 @@ std::optional<ImageSize> read_image_size(const uint8_t* data, size_t size) {
   if (b.matches(0, "\xff\xd8\xff", 3)) {
     const auto jpeg = read_jpeg_header(data, size);
     if (!jpeg) return std::nullopt;
-    return ImageSize{jpeg->width, jpeg->height, jpeg->coefficient_bytes};
+    return claimed_size(*jpeg);
   }
   if (b.matches(0, "\x89PNG\r\n\x1a\n", 8)) return png_size(b);
   if (b.matches(0, "BM", 2)) return bmp_size(b);
@@ -134,19 +134,28 @@ std::optional<ImageSize> read_image_size(const uint8_t* data, size_t size) {
   return std::nullopt;
 }
 
+ImageSize claimed_size(const JpegHeader& jpeg) {
+  return {jpeg.width, jpeg.height, jpeg.coefficient_bytes};
+}
+
+void hold_to_caps(const ImageSize& claimed, const std::string& name) {
+  const std::string sides = std::to_string(claimed.width) + "x" + std::to_string(claimed.height);
+  // Divided, not multiplied: a side may claim up to 2^32, and the product overflow int64.
+  if (claimed.width > 0 && claimed.height > kMaxDecodedPixels / claimed.width)
+    throw Error(name + ": a " + sides + " image, expected at most " +
+                std::to_string(kMaxDecodedPixels) + " pixels");
+  if (claimed.decoder_bytes > kMaxDecoderBytes)
+    throw Error(name + ": a " + sides + " progressive (or multi-scan) JPEG needs " +
+                std::to_string(claimed.decoder_bytes >> 20) + " MB to decode, expected at most " +
+                std::to_string(kMaxDecoderBytes >> 20) + " MB");
+}
+
 ImageSize checked_image_size(const uint8_t* data, size_t size, const std::string& name) {
   const auto claimed = read_image_size(data, size);
   if (!claimed)
     throw Error(name +
                 ": cannot decode the image (its header holds no size: damaged or cut short)");
-  const std::string sides = std::to_string(claimed->width) + "x" + std::to_string(claimed->height);
-  if (over_pixel_cap(claimed->width, claimed->height))
-    throw Error(name + ": a " + sides + " image, expected at most " +
-                std::to_string(kMaxDecodedPixels) + " pixels");
-  if (claimed->decoder_bytes > kMaxDecoderBytes)
-    throw Error(name + ": a " + sides + " progressive (or multi-scan) JPEG needs " +
-                std::to_string(claimed->decoder_bytes >> 20) + " MB to decode, expected at most " +
-                std::to_string(kMaxDecoderBytes >> 20) + " MB");
+  hold_to_caps(*claimed, name);
   return *claimed;
 }
 

@@ -9,17 +9,13 @@
 #include <optional>
 #include <string>
 
+#include "vit/io/jpeg_header.hpp"
+
 namespace vit::io::detail {
 
 // The most pixels an image may claim: 16384 x 16384, far above any
 // photograph a model reads.
 constexpr int64_t kMaxDecodedPixels = int64_t{1} << 28;
-
-// Whether width x height is over kMaxDecodedPixels, for sides up to 2^32
-// (the product could overflow int64).
-inline bool over_pixel_cap(int64_t width, int64_t height) {
-  return width > 0 && height > kMaxDecodedPixels / width;
-}
 
 // The most memory a decoder may hold besides the pixels: libjpeg's
 // whole-image coefficients of a progressive JPEG, 6 bytes a pixel in 4:4:4.
@@ -35,14 +31,13 @@ struct ImageSize {
 // or PNM (PBM, PGM, PPM) file; nullopt for other bytes and for a header
 // that is cut short or damaged. Every read is bounds-checked.
 std::optional<ImageSize> read_image_size(const uint8_t* data, size_t size);
+// What a JPEG's header (read already) claims.
+ImageSize claimed_size(const JpegHeader& jpeg);
 
-}  // namespace vit::io::detail
-
-namespace vit::io::detail {
-
-// The size `data` claims, held to the caps: throws vit::Error naming `name`
-// when the header holds no size, claims over kMaxDecodedPixels, or would
-// make the decoder hold over kMaxDecoderBytes.
+// Throws vit::Error naming `name` when `claimed` is over kMaxDecodedPixels,
+// or would make the decoder hold over kMaxDecoderBytes.
+void hold_to_caps(const ImageSize& claimed, const std::string& name);
+// read_image_size, then hold_to_caps; a header without a size is an error too.
 ImageSize checked_image_size(const uint8_t* data, size_t size, const std::string& name);
 
 }  // namespace vit::io::detail

@@ -113,7 +113,7 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
                 " channels, expected 1 (gray) or 3 (RGB)");
   const int c = static_cast<int>(channels);
   if (const auto jpeg = read_jpeg_header(data, size)) {
-    detail::checked_image_size(data, size, name);
+    detail::hold_to_caps(detail::claimed_size(*jpeg), name);  // the header read once
     const int64_t height = jpeg->oriented_height(), width = jpeg->oriented_width();
     const CropResizePlan p = plan(height, width);
     check_plan(p, height, width, name);

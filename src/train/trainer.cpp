@@ -314,9 +314,9 @@ double Trainer::images_per_second() const {
 }
 
 void Trainer::report_progress(RunLogs& logs, int64_t in_epoch, double lr) const {
-  const double loss = totals_.loss_sum / totals_.steps;
-  logs.progress.update(in_epoch + 1, loss, images_per_second(), lr);
-  if (logs.tensorboard) logs.tensorboard->progress(step_, loss, lr, images_per_second());
+  const double loss = totals_.loss_sum / totals_.steps, images_per_sec = images_per_second();
+  logs.progress.update(in_epoch + 1, loss, images_per_sec, lr);
+  if (logs.tensorboard) logs.tensorboard->progress(step_, loss, lr, images_per_sec);
 }
 
 std::optional<StopReason> Trainer::validate_and_checkpoint(RunLogs& logs, double lr,

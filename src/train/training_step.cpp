@@ -87,13 +87,12 @@ void TrainingStep::eager(const data::Batch& batch) {
     logits = model_->forward(bf16_end_to_end_ ? batch.images.to(torch::kBFloat16) : batch.images);
   }
   logits = logits.to(torch::kFloat);  // (B, K); the loss is computed in fp32
-  const double smoothing = label_smoothing_;
   const auto loss =
       batch.targets.defined()
-          ? soft_target_loss(logits, batch.targets, smoothing)
+          ? soft_target_loss(logits, batch.targets, label_smoothing_)
           : torch::nn::functional::cross_entropy(
                 logits, batch.labels,
-                torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
+                torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
   scaler_.scale(loss).backward();
   if (weight_mirror_) weight_mirror_->collect_gradients();
   if (group_) group_->average_gradients(optimizer_->gradients(), bucket_bytes_);

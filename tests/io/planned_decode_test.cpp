@@ -155,6 +155,29 @@ TEST(PlannedDecode, AJpegClaimingAHugeSizeIsRefusedBeforeDecoding) {
             "huge.jpg: a 65520x65520 image, expected at most 268435456 pixels");
 }
 
+// A progressive JPEG makes libjpeg hold the whole image's coefficients,
+// even for a crop: a small file claiming 16383 x 16383 in 4:4:4 would take
+// 1.5 GB, and is refused before libjpeg starts.
+TEST(PlannedDecode, AProgressiveJpegThatNeedsTooMuchMemoryIsRefusedBeforeDecoding) {
+  std::vector<uint8_t> bytes;
+  cv::imencode(".jpg", photograph_bgr(64, 64, 2), bytes, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  for (size_t i = 2; i + 20 < bytes.size(); ++i)
+    if (bytes[i] == 0xff && bytes[i + 1] == 0xc2) {  // the progressive frame header
+      bytes[i + 5] = bytes[i + 7] = 0x3f;
+      bytes[i + 6] = bytes[i + 8] = 0xff;
+      for (size_t c = 0; c < 3; ++c)
+        bytes[i + 11 + 3 * c] = 0x11;  // every component at full resolution
+      break;
+    }
+  EXPECT_EQ(vit::testing::error_of([&] {
+              decode_planned(
+                  bytes.data(), bytes.size(), 3,
+                  [&](int64_t h, int64_t w) { return box_plan(0, 0, h, w, 224); }, "deep.jpg");
+            }),
+            "deep.jpg: a 16383x16383 progressive (or multi-scan) JPEG needs 1536 MB to decode, "
+            "expected at most 1024 MB");
+}
+
 TEST(PlannedDecode, TheWindowOfAnEvaluationPlanIsCut) {
   const auto bytes = encoded(photograph_bgr(120, 160, 3), ".png");
   CropResizePlan p;
