@@ -1,5 +1,6 @@
 #include "vit/train/distributed.hpp"
 
+#include <csignal>
 #include <cstdlib>
 #include <limits>
 #include <vector>
@@ -48,6 +49,15 @@ std::string first_line(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   const std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
   return text.substr(0, text.find('\n'));
+}
+
+// When a peer dies, its sockets close. Gloo and the TCP store write to them with
+// plain send(), and the kernel would end this process with SIGPIPE (exit 141)
+// before the collective could name what failed. Ignored, the write returns
+// EPIPE and the collective throws. Python ignores SIGPIPE too, so this is how
+// PyTorch's ranks behave.
+void let_a_closed_peer_throw() {
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(std::chrono::milliseconds timeout,
@@ -167,6 +177,7 @@ ProcessGroup::~ProcessGroup() = default;
 std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistributedEnv& env, DistBackend backend,
                                                  std::chrono::milliseconds timeout,
                                                  c10::Device device) {
+  let_a_closed_peer_throw();
   auto impl = std::make_unique<Impl>();
   try {
     c10d::TCPStoreOptions options;
@@ -208,6 +219,7 @@ std::shared_ptr<void> ProcessGroup::make_local_store() {
 std::unique_ptr<ProcessGroup> ProcessGroup::join_local(const std::shared_ptr<void>& store, int rank,
                                                        int world_size,
                                                        std::chrono::milliseconds timeout) {
+  let_a_closed_peer_throw();
   auto impl = std::make_unique<Impl>();
   impl->store = *std::static_pointer_cast<c10::intrusive_ptr<c10d::Store>>(store);
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);

@@ -3,6 +3,7 @@
 // loopback (an in-memory store stands in for torchrun's TCP store).
 #include "vit/train/distributed.hpp"
 
+#include <csignal>
 #include <functional>
 #include <map>
 #include <thread>
@@ -145,6 +146,17 @@ TEST(ProcessGroupTest, DifferentValuesFailOnEveryRank) {
                   " of 2: the config differs between the ranks (1 rank(s) disagree with rank 0); "
                   "every rank must run the same command");
   });
+}
+
+// A peer that dies closes its sockets; the next write to them must fail with
+// EPIPE and throw a named error, not end this rank with SIGPIPE (exit 141, as
+// CI once saw in DistributedTrain.ARankThatDiesEndsTheOtherWithAnError).
+TEST(ProcessGroupTest, JoiningLetsAWriteToADeadPeerThrowInsteadOfKillingTheRank) {
+  std::signal(SIGPIPE, SIG_DFL);
+  run_ranks(2, [](int, ProcessGroup&) {});
+  struct sigaction now = {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
 }
 
 // Image i is filled with the value i, so a batch's rows name their images.
