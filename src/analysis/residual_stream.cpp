@@ -17,7 +17,7 @@ class StreamRecorder : public BlockVisitor {
     call.head_outputs = with_heads_;
   }
   void after(int64_t, BlockResult& result) override {
-    stream_.layers.push_back(result.out);                    // (B, N, D)
+    stream_.layers.push_back(result.out.tensor());           // (B, N, D)
     if (with_heads_) stream_.heads.push_back(result.heads);  // (B, N, I)
   }
 
@@ -32,8 +32,7 @@ class AblationEdit : public BlockVisitor {
   explicit AblationEdit(const BlockAblation& ablation) : ablation_(ablation) {}
   void before(int64_t layer, AttentionCall& call, BlockSkip& skip) override {
     if (layer != ablation_.block) return;
-    call.removed_head = ablation_.head;
-    call.removed_value = ablation_.head_value;
+    call.removal = {ablation_.head, ablation_.head_value};
     skip = ablation_.skip;
   }
 

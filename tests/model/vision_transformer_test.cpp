@@ -192,7 +192,8 @@ TEST(VisionTransformer, OnTheCpuAttentionIsTheExplicitPathToTheBit) {
   const auto x = torch::randn({2, 17, small_config().dim});
   AttentionCall with_probabilities;
   with_probabilities.probabilities = true;
-  EXPECT_TRUE(attn->forward(x).equal(attn->attend(x, with_probabilities).out));
+  EXPECT_TRUE(
+      attn->forward(x).equal(attn->project(attn->attend(x, with_probabilities).merged).applied()));
 }
 
 // On LibTorch < 2.0 forward() calls forward_with_attention(), so the test above
@@ -232,16 +233,24 @@ TEST(VisionTransformer, AttentionMatchesAHandComputation) {
   AttentionCall with_probabilities;
   with_probabilities.probabilities = true;
   const AttentionResult explicit_path = attn->attend(x, with_probabilities);
-  const auto& out = explicit_path.out;
+  const auto out = attn->project(explicit_path.merged).applied();
   const auto& attention = explicit_path.probabilities;
   AttentionCall class_token_only;
   class_token_only.queries = AttentionCall::Queries::kClassToken;
-  const auto class_token = attn->attend(x, class_token_only).out;
-  // The residual stream, added with the projection's bias.
-  AttentionCall onto = with_probabilities;
-  onto.residual = torch::randn({B, N, D});
-  EXPECT_LT((attn->attend(x, onto).out - (onto.residual + expected)).abs().max().item<double>(),
-            1e-5);
+  const auto class_token = attn->project(attn->attend(x, class_token_only).merged).applied();
+  // Onto the residual stream: the projection's bias joins the add, and the
+  // norm asked for comes from the same pass.
+  const Residual residual(torch::randn({B, N, D}));
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({D}));
+  norm->weight.normal_();
+  norm->bias.normal_();
+  const Residual sum = residual + attn->project(explicit_path.merged);
+  EXPECT_LT((sum.tensor() - (residual.tensor() + expected)).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((sum.normalized(norm) - norm(residual.tensor() + expected)).abs().max().item<double>(),
+            1e-4);
+  // Another norm is computed afresh, not taken from the one the add made.
+  torch::nn::LayerNorm other(torch::nn::LayerNormOptions({D}));
+  EXPECT_LT((sum.normalized(other) - other(sum.tensor())).abs().max().item<double>(), 1e-5);
   ASSERT_EQ(fast.sizes(), (std::vector<int64_t>{B, N, D}));
   ASSERT_EQ(class_token.sizes(), (std::vector<int64_t>{B, 1, D}));
   EXPECT_LT((class_token - expected.narrow(/*dim=*/1, 0, 1)).abs().max().item<double>(), 1e-5);
@@ -283,7 +292,7 @@ TEST(VisionTransformer, ClassTokenOnlyLastBlockKeepsLogitsAndGradients) {
 }
 
 // forward() joins each block's last residual add with the next block's norm1
-// (BlockNorms, kernels/residual_norm): the same arithmetic as running the
+// (Residual::plus, kernels/residual_norm): the same arithmetic as running the
 // blocks one by one, each normalizing its own input. So the same logits to
 // the bit, and the same gradients within float rounding of the sums, in fp32
 // and under bf16 autocast, for both poolings (cls: the last block computes the
@@ -316,7 +325,7 @@ TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
             AttentionCall call;
             if (i + 1 == model->blocks->size() && pool == Pool::kCls)
               call.queries = AttentionCall::Queries::kClassToken;
-            x = model->blocks[i]->as<Block>()->run(x, call).out;
+            x = model->blocks[i]->as<Block>()->run(Residual(x), call).out.tensor();
           }
           logits = model->forward_head(x);
         }
@@ -374,7 +383,7 @@ class CountingVisitor : public BlockVisitor {
   void after(int64_t layer, BlockResult& result) override {
     afters.push_back(layer);
     EXPECT_EQ(result.probabilities.size(-1), 17);
-    if (layer == zero_out_of) result.out = torch::zeros_like(result.out);
+    if (layer == zero_out_of) result.out = Residual(torch::zeros_like(result.out.tensor()));
   }
   std::vector<int64_t> befores, afters;
   int64_t skip_mlp_of = -1, zero_out_of = -1;

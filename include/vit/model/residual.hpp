@@ -1,0 +1,56 @@
+#pragma once
+// Shape key: B batch, N tokens, D model width, K the width a branch's last
+// linear layer reads.
+//
+// The residual stream, so that a block reads as the paper writes it,
+//   h = x + attn(norm1(x));  out = h + mlp(norm2(h)),
+// while the adds and norms run fused. A branch's last linear layer stays
+// unapplied (Branch), and the add that takes it is evaluated when the stream
+// is first read: by norm(stream), in one pass with the add where
+// kernels/residual_norm runs, or by tensor(), with the layer's bias folded
+// into the add where kernels/residual runs. So the last add of a block and
+// the next block's norm1 go in one pass, and no norm is handed between blocks.
+#include <memory>
+
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+namespace vit {
+
+// drop(layer(input)), not yet computed: a residual branch whose last linear
+// layer the add applies.
+struct Branch {
+  torch::nn::Linear layer;
+  torch::nn::Dropout drop;
+  torch::Tensor input;  // (B,N,K)
+  // drop(layer(input)) computed now, apart from any add. (B,N,D)
+  torch::Tensor applied() const;
+};
+
+class Residual {
+ public:
+  Residual() = default;
+  explicit Residual(torch::Tensor x);
+
+  // The stream (B,N,D), computing a pending add.
+  const torch::Tensor& tensor() const;
+  // norm(stream) as a linear layer reads it (bf16 under CPU bf16 autocast):
+  // computed with a pending add in one pass, or kept from the last call for
+  // the same norm.
+  torch::Tensor normalized(const torch::nn::LayerNorm& norm) const;
+  // The class token's row (B,1,D): the residual of a block that computes
+  // the class token alone.
+  Residual class_token() const;
+
+  // The stream plus the branch, evaluated when first read.
+  Residual operator+(const Branch& branch) const;
+  // The stream plus a branch computed apart (stochastic depth scales it first).
+  Residual operator+(const torch::Tensor& branch) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace vit

@@ -1,0 +1,105 @@
+// Shape key: B batch, N tokens, D width, K the width a branch's last layer reads.
+#include "vit/model/residual.hpp"
+
+#include <optional>
+
+#include "kernel_calls.hpp"
+#include "vit/error.hpp"
+#include "vit/kernels/layer_norm.hpp"
+#include "vit/kernels/linear.hpp"
+#include "vit/kernels/residual.hpp"
+#include "vit/kernels/residual_norm.hpp"
+#include "vit/model/weight_substitution.hpp"
+
+namespace vit {
+
+struct Residual::State {
+  torch::Tensor x;                // the stream, or the left side of the pending add
+  std::optional<Branch> pending;  // x + pending, not yet computed
+  torch::Tensor normalized;       // normalized_by(x), once asked for
+  const torch::nn::LayerNormImpl* normalized_by = nullptr;
+};
+
+namespace {
+
+bool dropping(const torch::nn::Dropout& drop) {
+  return drop->is_training() && drop->options.p() > 0;
+}
+
+// x + drop(layer(input)). Where kernels/residual's kernel runs, the layer's
+// product leaves out the bias, which the kernel adds with x in one pass, in
+// fp32 (so from the fp32 parameter, not a low-precision substitute). Dropout
+// between the two (training with p > 0) keeps the separate steps.
+torch::Tensor add(const torch::Tensor& x, const Branch& branch) {
+  const auto& bias = branch.layer->bias;
+  if (dropping(branch.drop) || !biased_residual_uses_own_kernel(x, bias))
+    return x + branch.applied();
+  return add_biased_residual(x, vit::linear(branch.input, compute_weight(branch.layer->weight)),
+                             bias);
+}
+
+// add(x, branch) and norm(it) as the next linear layer reads it: one pass
+// over the sum where kernels/residual_norm runs.
+std::pair<torch::Tensor, torch::Tensor> add_then_norm(const torch::Tensor& x, const Branch& branch,
+                                                      const torch::nn::LayerNorm& norm) {
+  const auto& bias = branch.layer->bias;
+  const bool to_bf16 = normalizes_to_bf16_for_linear(x);
+  if (dropping(branch.drop) ||
+      !biased_residual_then_norm_uses_own_kernel(x, bias, norm->weight, norm->bias, to_bf16)) {
+    auto sum = add(x, branch);
+    return {sum, normalized_for_linear(norm, sum)};
+  }
+  auto r = add_biased_residual_then_norm(
+      x, vit::linear(branch.input, compute_weight(branch.layer->weight)), bias, norm->weight,
+      norm->bias, norm->options.eps(), to_bf16);
+  return {r.sum, r.normalized};
+}
+
+}  // namespace
+
+torch::Tensor Branch::applied() const {
+  return drop.ptr()->forward(linear(layer, input));  // (B, N, D)
+}
+
+Residual::Residual(torch::Tensor x) : state_(std::make_shared<State>()) {
+  state_->x = std::move(x);
+}
+
+const torch::Tensor& Residual::tensor() const {
+  if (!state_) throw Error("residual stream: read before it was set");
+  if (state_->pending) {
+    state_->x = add(state_->x, *state_->pending);
+    state_->pending.reset();
+  }
+  return state_->x;
+}
+
+torch::Tensor Residual::normalized(const torch::nn::LayerNorm& norm) const {
+  if (!state_) throw Error("residual stream: read before it was set");
+  State& s = *state_;
+  if (s.normalized.defined() && s.normalized_by == norm.get()) return s.normalized;
+  if (s.pending) {
+    std::tie(s.x, s.normalized) = add_then_norm(s.x, *s.pending, norm);
+    s.pending.reset();
+  } else {
+    s.normalized = normalized_for_linear(norm, s.x);
+  }
+  s.normalized_by = norm.get();
+  return s.normalized;
+}
+
+Residual Residual::class_token() const {
+  return Residual(tensor().narrow(/*dim=*/1, /*start=*/0, /*length=*/1));  // (B, 1, D)
+}
+
+Residual Residual::operator+(const Branch& branch) const {
+  Residual sum(tensor());
+  sum.state_->pending = branch;
+  return sum;
+}
+
+Residual Residual::operator+(const torch::Tensor& branch) const {
+  return Residual(tensor() + branch);
+}
+
+}  // namespace vit
