@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "vit/analysis/integrated_gradients.hpp"
 #include "vit/error.hpp"
 
 namespace vit {
@@ -74,8 +75,41 @@ at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
       .reshape({shape.batch, shape.grid, shape.grid});  // (B, g, g)
 }
 
+namespace {
+
+// integrated-gradients and smoothgrad: many passes of model->forward, at
+// inputs near x, for the classes chosen at x.
+Saliency averaged_saliency(VisionTransformer& model, const at::Tensor& inputs,
+                           SaliencyMethod method, const at::Tensor& classes,
+                           const GradientAveraging& averaging) {
+  const auto x = inputs.detach().to(torch::kFloat);  // (B, C, S, S)
+  Saliency result;
+  {
+    torch::NoGradGuard no_grad;
+    result.logits = model->forward(x);  // (B, K)
+  }
+  result.classes = classes.defined() ? classes.to(x.device(), torch::kLong)
+                                     : result.logits.argmax(/*dim=*/1);  // (B)
+  check_classes(result.classes, x.size(0), result.logits.size(1));
+  if (method == SaliencyMethod::kSmoothGrad) {
+    result.maps =
+        smoothgrad(model, x, result.classes, averaging.noise, averaging.samples, averaging.seed);
+    return result;
+  }
+  Attributions attributions =
+      integrated_gradients(model, x, result.classes, averaging.baseline, averaging.steps);
+  result.maps = attributions.values.sum(/*dim=*/1);  // (B, S, S), with its sign
+  result.completeness_error = attributions.completeness_error;
+  return result;
+}
+
+}  // namespace
+
 Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, SaliencyMethod method,
-                          const at::Tensor& classes, RolloutSource source) {
+                          const at::Tensor& classes, RolloutSource source,
+                          const GradientAveraging& averaging) {
+  if (method == SaliencyMethod::kIntegratedGradients || method == SaliencyMethod::kSmoothGrad)
+    return averaged_saliency(model, inputs, method, classes, averaging);
   torch::AutoGradMode enable_grad(true);
   const auto x = inputs.detach().to(torch::kFloat).requires_grad_(true);  // (B, C, S, S)
   const LogitsAndAttention out = model->forward_with_attention(x);

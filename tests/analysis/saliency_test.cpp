@@ -73,10 +73,12 @@ TEST(GradientRollout, MismatchedGradientsAreClearErrors) {
 }
 
 TEST(SaliencyMethod, NamesRoundTrip) {
-  for (const char* name : {"grad", "grad-x-input", "grad-rollout"})
+  for (const char* name :
+       {"grad", "grad-x-input", "grad-rollout", "integrated-gradients", "smoothgrad"})
     EXPECT_STREQ(enum_name(enum_named<SaliencyMethod>(name, "--method")), name);
   EXPECT_EQ(error_of([] { enum_named<SaliencyMethod>("lrp", "--method", ""); }),
-            "--method is 'lrp', expected grad | grad-x-input | grad-rollout");
+            "--method is 'lrp', expected grad | grad-x-input | grad-rollout | integrated-gradients "
+            "| smoothgrad");
 }
 
 class SaliencyOnAModel : public ::testing::Test {

@@ -14,6 +14,9 @@
 //                 patch columns hold no identity); for the mean of the patch
 //                 rows, the identity would add the same 1/g^2 to every patch
 //                 and drown the signal on a mean-pooled model.
+//   integrated-gradients  sum over channels of the integrated gradients     (B, S, S)
+//                 (analysis/integrated_gradients), with their sign
+//   smoothgrad    the grad map averaged over noisy copies of x               (B, S, S)
 // x is the normalised input the model sees; c the explained class. Maps are
 // raw: neither rescaled nor clipped beyond what the formulas say.
 //
@@ -30,13 +33,24 @@
 
 namespace vit {
 
-enum class SaliencyMethod { kGrad, kGradXInput, kGradRollout };
+enum class SaliencyMethod { kGrad, kGradXInput, kGradRollout, kIntegratedGradients, kSmoothGrad };
 template <>
 struct EnumNames<SaliencyMethod> {
   static constexpr std::pair<SaliencyMethod, const char*> table[] = {
       {SaliencyMethod::kGrad, "grad"},
       {SaliencyMethod::kGradXInput, "grad-x-input"},
-      {SaliencyMethod::kGradRollout, "grad-rollout"}};
+      {SaliencyMethod::kGradRollout, "grad-rollout"},
+      {SaliencyMethod::kIntegratedGradients, "integrated-gradients"},
+      {SaliencyMethod::kSmoothGrad, "smoothgrad"}};
+};
+
+// The settings of the methods that average gradients over many inputs.
+struct GradientAveraging {
+  int64_t steps = 32;    // integrated gradients: Gauss-Legendre points on [0, 1]
+  at::Tensor baseline;   // integrated gradients, normalised; undefined: 0, the data's mean image
+  double noise = 0.15;   // smoothgrad: the noise's sd as a fraction of each image's max - min
+  int64_t samples = 25;  // smoothgrad: noisy copies per image
+  uint64_t seed = 0;     // smoothgrad's noise
 };
 
 // The grad-rollout map from the attention (B,H,N,N) of every layer and the
@@ -50,9 +64,10 @@ at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             RolloutSource source = RolloutSource::kClassToken);
 
 struct Saliency {
-  at::Tensor maps;     // float (B, S, S) for grad and grad-x-input, (B, g, g) for grad-rollout
-  at::Tensor logits;   // float (B, K), detached
-  at::Tensor classes;  // int64 (B): the explained class of each image
+  at::Tensor maps;                // float (B, S, S), or (B, g, g) for grad-rollout
+  at::Tensor logits;              // float (B, K), detached
+  at::Tensor classes;             // int64 (B): the explained class of each image
+  at::Tensor completeness_error;  // float64 (B), integrated gradients only
 };
 
 // Runs `model` (in eval mode, so images do not interact) on `inputs` float
@@ -60,10 +75,12 @@ struct Saliency {
 // classes[b] for a defined int64 (B) `classes`, else the predicted class. The
 // gradients come from torch::autograd::grad on the input and on the attention
 // tensors forward_with_attention returns (no hooks); the parameters' .grad
-// stays untouched. grad-rollout reads the map from `source`'s rows. Throws
-// vit::Error for a class outside [0, K).
+// stays untouched. grad-rollout reads the map from `source`'s rows;
+// integrated-gradients and smoothgrad take `averaging`. Throws vit::Error for
+// a class outside [0, K).
 Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, SaliencyMethod method,
                           const at::Tensor& classes = {},
-                          RolloutSource source = RolloutSource::kClassToken);
+                          RolloutSource source = RolloutSource::kClassToken,
+                          const GradientAveraging& averaging = {});
 
 }  // namespace vit
