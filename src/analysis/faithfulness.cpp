@@ -49,9 +49,13 @@ at::Tensor class_probability(VisionTransformer& model, const at::Tensor& images,
 }  // namespace
 
 const std::vector<FaithfulnessMethod>& faithfulness_methods() {
-  static const std::vector<FaithfulnessMethod> all = {
-      FaithfulnessMethod::kRollout, FaithfulnessMethod::kGrad, FaithfulnessMethod::kGradXInput,
-      FaithfulnessMethod::kGradRollout, FaithfulnessMethod::kRandom};
+  static const std::vector<FaithfulnessMethod> all = {FaithfulnessMethod::kRollout,
+                                                      FaithfulnessMethod::kGrad,
+                                                      FaithfulnessMethod::kGradXInput,
+                                                      FaithfulnessMethod::kGradRollout,
+                                                      FaithfulnessMethod::kIntegratedGradients,
+                                                      FaithfulnessMethod::kSmoothGrad,
+                                                      FaithfulnessMethod::kRandom};
   return all;
 }
 
@@ -65,6 +69,10 @@ std::string faithfulness_method_name(FaithfulnessMethod method) {
       return "grad-x-input";
     case FaithfulnessMethod::kGradRollout:
       return "grad-rollout";
+    case FaithfulnessMethod::kIntegratedGradients:
+      return "integrated-gradients";
+    case FaithfulnessMethod::kSmoothGrad:
+      return "smoothgrad";
     case FaithfulnessMethod::kRandom:
       break;
   }
@@ -111,12 +119,17 @@ at::Tensor method_scores(VisionTransformer& model, const at::Tensor& inputs,
       return rollout_masks(model->forward_with_attention(inputs).attention, rollout);
     }
     case FaithfulnessMethod::kGrad:
-    case FaithfulnessMethod::kGradXInput: {
-      const auto saliency = compute_saliency(
-          model, inputs,
-          method == FaithfulnessMethod::kGrad ? SaliencyMethod::kGrad : SaliencyMethod::kGradXInput,
-          classes, rollout.source);
-      return patch_sums(saliency.maps, model->config().patch_size);
+    case FaithfulnessMethod::kGradXInput:
+    case FaithfulnessMethod::kIntegratedGradients:
+    case FaithfulnessMethod::kSmoothGrad: {
+      const SaliencyMethod pixels = method == FaithfulnessMethod::kGrad ? SaliencyMethod::kGrad
+                                    : method == FaithfulnessMethod::kGradXInput
+                                        ? SaliencyMethod::kGradXInput
+                                    : method == FaithfulnessMethod::kIntegratedGradients
+                                        ? SaliencyMethod::kIntegratedGradients
+                                        : SaliencyMethod::kSmoothGrad;
+      const auto saliency = compute_saliency(model, inputs, pixels, classes, rollout.source);
+      return patch_sums(saliency.maps, model->config().patch_size);  // of |map|
     }
     case FaithfulnessMethod::kGradRollout:
       return compute_saliency(model, inputs, SaliencyMethod::kGradRollout, classes, rollout.source)

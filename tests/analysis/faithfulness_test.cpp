@@ -110,7 +110,10 @@ TEST(Faithfulness, MethodScoresHaveOneValuePerPatch) {
     EXPECT_EQ(method_scores(model, images, classes, m, {}).sizes(), (std::vector<int64_t>{2, 4, 4}))
         << faithfulness_method_name(m);
   }
-  EXPECT_EQ(faithfulness_methods().size(), 5u);
+  EXPECT_EQ(faithfulness_methods().size(), 7u);
+  EXPECT_EQ(faithfulness_method_name(FaithfulnessMethod::kIntegratedGradients),
+            "integrated-gradients");
+  EXPECT_EQ(faithfulness_method_name(FaithfulnessMethod::kSmoothGrad), "smoothgrad");
   EXPECT_EQ(faithfulness_method_name(FaithfulnessMethod::kGradXInput), "grad-x-input");
 }
 

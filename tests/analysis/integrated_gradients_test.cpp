@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "eight_pixel_model.hpp"
 #include "error_of.hpp"
 #include "vit/analysis/saliency.hpp"
 
@@ -63,18 +64,7 @@ TEST(GaussLegendre, IsExactForPolynomialsUpToDegree2nMinus1) {
 class AveragedGradients : public ::testing::Test {
  protected:
   void SetUp() override {
-    torch::manual_seed(2);
-    ModelConfig cfg;
-    cfg.image_size = 8;
-    cfg.patch_size = 4;
-    cfg.channels = 3;
-    cfg.num_classes = 3;
-    cfg.dim = 12;
-    cfg.depth = 2;
-    cfg.heads = 2;
-    cfg.mlp_dim = 16;
-    model_ = VisionTransformer(cfg);
-    model_->eval();
+    model_ = testing::eight_pixel_model(2);
     x_ = torch::randn({3, 3, 8, 8});
     classes_ = torch::tensor({0, 2, 1});
   }

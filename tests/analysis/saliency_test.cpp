@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "eight_pixel_model.hpp"
 #include "error_of.hpp"
 #include "vit/model/vision_transformer.hpp"
 
@@ -84,18 +85,7 @@ TEST(SaliencyMethod, NamesRoundTrip) {
 class SaliencyOnAModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    torch::manual_seed(1);
-    ModelConfig cfg;
-    cfg.image_size = 8;
-    cfg.patch_size = 4;
-    cfg.channels = 3;
-    cfg.num_classes = 3;
-    cfg.dim = 12;
-    cfg.depth = 2;
-    cfg.heads = 2;
-    cfg.mlp_dim = 16;
-    model_ = VisionTransformer(cfg);
-    model_->eval();
+    model_ = testing::eight_pixel_model(1);
     x_ = torch::randn({3, 3, 8, 8});
   }
   // d logit_c / d x for each image alone, through the fast forward path.

@@ -143,7 +143,8 @@ TEST_F(InsideEndToEnd, FaithfulnessScoresEveryMethod) {
   EXPECT_EQ(keys_of(j), (std::set<std::string>{"samples", "step", "methods"}));
   EXPECT_EQ(j["step"], 5);
   EXPECT_EQ(keys_of(j["methods"]),
-            (std::set<std::string>{"rollout", "grad", "grad-x-input", "grad-rollout", "random"}));
+            (std::set<std::string>{"rollout", "grad", "grad-x-input", "grad-rollout",
+                                   "integrated-gradients", "smoothgrad", "random"}));
   for (const auto& [name, m] : j["methods"].items()) {
     EXPECT_EQ(m["deletion"].size(), 5u) << name;  // 0, 5, 10, 15, 16 of 16 patches removed
     EXPECT_GE(m["deletion_auc"].get<double>(), 0.0);

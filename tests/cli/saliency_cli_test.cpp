@@ -37,10 +37,24 @@ TEST(SaliencyCli, FlagsAndDefaults) {
   defaults.parse({"saliency"});
   EXPECT_EQ(d->method, SaliencyMethod::kGradRollout);
   EXPECT_FALSE(d->target_class.has_value());
+  EXPECT_EQ(d->steps, 32);
+  EXPECT_EQ(d->baseline, SaliencyBaseline::kMean);
+  EXPECT_DOUBLE_EQ(d->noise, 0.15);
+  EXPECT_EQ(d->samples_per_image, 25);
+  Cli averaging;
+  auto a = register_saliency(averaging);
+  averaging.parse({"saliency", "--method", "integrated-gradients", "--steps", "8", "--baseline",
+                   "black", "--noise", "0.3", "--samples-per-image", "5"});
+  EXPECT_EQ(a->method, SaliencyMethod::kIntegratedGradients);
+  EXPECT_EQ(a->steps, 8);
+  EXPECT_EQ(a->baseline, SaliencyBaseline::kBlack);
+  EXPECT_DOUBLE_EQ(a->noise, 0.3);
+  EXPECT_EQ(a->samples_per_image, 5);
   const std::string file = std::string(VIT_SOURCE_DIR) + "/CMakeLists.txt";
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"saliency", "--method", "lrp"},
                                              {"saliency", "--class", "-1"},
+                                             {"saliency", "--baseline", "white"},
                                              {"saliency", "--samples", "0"},
                                              {"saliency", "--samples", "2", "--images", file}}) {
     Cli bad;
@@ -161,6 +175,76 @@ TEST_F(SaliencyEndToEnd, GradOfImagesIsRawAndImageSized) {
   const int64_t at = expected.maps[0].argmax().item<int64_t>();
   EXPECT_EQ(rows[1][7], std::to_string(at / 16));
   EXPECT_EQ(rows[1][8], std::to_string(at % 16));
+}
+
+// Integrated gradients keep their sign in the JSON, with each map's
+// completeness error; the CSV's peak is |mask|'s.
+TEST_F(SaliencyEndToEnd, IntegratedGradientsKeepTheirSignAndSayHowCompleteTheyAre) {
+  const fs::path a = dir_ / "ig.png";
+  io::write_png(a, torch::randint(0, 256, {3, 16, 16}, torch::kLong).to(torch::kUInt8));
+  const auto j = saliency("ig", {"--images", a.string(), "--method", "integrated-gradients",
+                                 "--steps", "16", "--baseline", "black", "--class", "3"});
+  EXPECT_EQ(j["method"], "integrated-gradients");
+  EXPECT_EQ(j["settings"], (nlohmann::json{{"steps", 16}, {"baseline", "black"}}));
+  ASSERT_EQ(j["maps"].size(), 1u);
+  const auto& m = j["maps"][0];
+
+  LoadedModel loaded = load_model(checkpoint_);
+  const ImageInputs inputs = load_image_inputs({a.string()}, loaded.config, c10::kCPU);
+  GradientAveraging averaging;
+  averaging.steps = 16;
+  averaging.baseline =
+      normalize_pixels(torch::zeros({1, 3, 16, 16}, torch::kUInt8), loaded.config, c10::kCPU);
+  const auto expected =
+      compute_saliency(loaded.model, inputs.normalized, SaliencyMethod::kIntegratedGradients,
+                       torch::tensor({int64_t{3}}), RolloutSource::kClassToken, averaging);
+  const double scale = expected.maps.abs().max().item<double>();
+  bool negative = false;
+  for (int64_t r = 0; r < 16; ++r)
+    for (int64_t c = 0; c < 16; ++c) {
+      EXPECT_NEAR(m["mask"][r][c].get<double>(), expected.maps[0][r][c].item<double>(),
+                  1e-5 * scale);
+      negative = negative || m["mask"][r][c].get<double>() < 0;
+    }
+  EXPECT_TRUE(negative);  // signed, not |.|
+  EXPECT_NEAR(m["completeness_error"].get<double>(), expected.completeness_error[0].item<double>(),
+              1e-6);
+  EXPECT_LT(std::abs(m["completeness_error"].get<double>()), 0.05);
+  const auto rows = csv_rows(dir_ / "ig" / "saliency.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  const int64_t at = expected.maps[0].abs().argmax().item<int64_t>();
+  EXPECT_EQ(rows[1][7] + "," + rows[1][8], std::to_string(at / 16) + "," + std::to_string(at % 16));
+  EXPECT_NEAR(std::stod(rows[1][9]), scale, 1e-5 * scale);
+}
+
+TEST_F(SaliencyEndToEnd, SmoothGradIsTheSameForTheSameSeed) {
+  const std::vector<std::string> args = {
+      "--samples",           "2", "--method", "smoothgrad", "--noise", "0.25",
+      "--samples-per-image", "3", "--seed",   "5"};
+  const auto first = saliency("smooth1", args), second = saliency("smooth2", args);
+  EXPECT_EQ(first["settings"], (nlohmann::json{{"noise", 0.25}, {"samples_per_image", 3}}));
+  ASSERT_EQ(first["maps"].size(), 2u);
+  EXPECT_EQ(first["maps"][0]["mask"], second["maps"][0]["mask"]);
+  EXPECT_EQ(first["maps"][1]["mask"], second["maps"][1]["mask"]);
+  EXPECT_FALSE(first["maps"][0].contains("completeness_error"));
+  auto reseeded = args;
+  reseeded.back() = "6";
+  EXPECT_NE(saliency("smooth3", reseeded)["maps"][0]["mask"], first["maps"][0]["mask"]);
+}
+
+TEST_F(SaliencyEndToEnd, BadAveragingSettingsAreOneLineErrors) {
+  EXPECT_EQ(error_of([] {
+              saliency("bad", {"--method", "integrated-gradients", "--steps", "0"});
+            }),
+            "--steps 0: expected at least 1");
+  EXPECT_EQ(error_of([] {
+              saliency("bad", {"--method", "smoothgrad", "--samples-per-image", "0"});
+            }),
+            "--samples-per-image 0: expected at least 1");
+  EXPECT_EQ(error_of([] {
+              saliency("bad", {"--method", "smoothgrad", "--noise", "-1"});
+            }),
+            "--noise -1: expected a fraction of the input's range, >= 0");
 }
 
 TEST_F(SaliencyEndToEnd, ClassOutOfRangeIsAClearError) {

@@ -10,18 +10,23 @@ for the maps computed here:
                 `vit saliency`'s pixel maps (vitpy.saliency_maps), summed
                 over each patch's P x P pixels;
   grad-rollout  `vit saliency --method grad-rollout`'s patch map;
+  integrated-gradients
+                vitpy.integrated_gradients (Captum's default rule) with
+                `vit saliency`'s defaults, 32 steps from the mean image, |map|
+                summed over each patch;
 all of the explained class: each image's predicted class, or --class K.
 Patches are ordered by score, descending, ties by lower row-major index;
 after s = 0..ceil(P/K) steps of K patches, r_s = min(s*K, P). Deletion sets
 the first r_s patches to 0 in normalised space, insertion puts them back
 into the all-zero image; each curve is the mean over the images of the
 softmax probability of the explained class, and its area the trapezoid over
-r_s / P in [0, 1]. For "random" (vit's own seeded permutation) only the
+r_s / P in [0, 1]. For "random" (vit's own seeded permutation) and "smoothgrad"
+(its noise comes from LibTorch's generator) only the
 shapes and the end points are checked: deletion[0] = insertion[last] = the
 intact images' mean probability, deletion[last] = insertion[0] = the
 all-zero image's; and its areas against its own curves. faithfulness.csv
 must list the methods in the documented order (rollout, grad, grad-x-input,
-grad-rollout, random); the JSON object's keys carry no order.
+grad-rollout, integrated-gradients, smoothgrad, random); the JSON object's keys carry no order.
 
 Each model is run with the default step (the one faithfulness.json names)
 and with --step 2; B also with --class 1. The Python reference runs in
@@ -52,13 +57,15 @@ IMAGES = 3
 # within ~1e-6 of each other at a step boundary; 104 is the first seed from
 # 100 whose smallest such gap (2.7e-5) clears MIN_GAP with room to spare.
 SEED = 104
-METHODS = ["rollout", "grad", "grad-x-input", "grad-rollout", "random"]
+METHODS = ["rollout", "grad", "grad-x-input", "grad-rollout", "integrated-gradients", "smoothgrad", "random"]
+UNORDERED = ("smoothgrad", "random")  # checked by their shapes and end points
+COMPARED = [m for m in METHODS if m not in UNORDERED]
 KEYS = {"samples", "step", "methods"}
 METHOD_KEYS = {"deletion_auc", "insertion_auc", "deletion", "insertion"}
 
 
 def python_scores(model, x, classes, analysis):
-    """-> method -> (B, P) float64 patch scores, for the four methods that are not random."""
+    """-> method -> (B, P) float64 patch scores, for the methods in COMPARED."""
     m = model.m
     with torch.no_grad():
         _, attentions = model(x)
@@ -70,6 +77,8 @@ def python_scores(model, x, classes, analysis):
     for method in ("grad", "grad-x-input"):
         scores[method] = vitpy.patch_sums(maps[method], m["patch_size"]).reshape(B, -1)
     scores["grad-rollout"] = maps["grad-rollout"].reshape(B, -1)
+    ig, _ = vitpy.integrated_gradients(model, x, classes)
+    scores["integrated-gradients"] = vitpy.patch_sums(ig.abs(), m["patch_size"]).reshape(B, -1)
     return scores
 
 
@@ -185,7 +194,7 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
             intact[target] = probabilities(model64, x, classes).mean().item()
             zero[target] = probabilities(model64, torch.zeros_like(x), classes).mean().item()
         expected = {}
-        for method in METHODS[:-1]:
+        for method in COMPARED:
             gap = smallest_boundary_gap(scores[method], patches, used)
             report.equal(f"{setting}, {method}: scores across step boundaries >= {gap:.3g} apart "
                          f"(relative; > {MIN_GAP:g})", gap > MIN_GAP, True)
@@ -194,7 +203,7 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
             expected[method] = python_curves(by_count[method, target], used)
         distinct = min((torch.tensor(expected[a]["deletion"] + expected[a]["insertion"]) -
                         torch.tensor(expected[b]["deletion"] + expected[b]["insertion"])).abs().max().item()
-                       for i, a in enumerate(METHODS[:-1]) for b in METHODS[i + 1:-1])
+                       for i, a in enumerate(COMPARED) for b in COMPARED[i + 1:])
         report.equal(f"{setting}: the methods' Python curves differ pairwise by >= {distinct:.3g} "
                      f"(> 100x tolerance)", distinct > 100 * TOLERANCE, True)
         for method in METHODS:
@@ -202,7 +211,7 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
             if theirs is None:
                 continue
             report.equal(f"{setting}, {method}: keys", set(theirs), METHOD_KEYS)
-            if method != "random":
+            if method not in UNORDERED:
                 ours = expected[method]
                 for key in ("deletion", "insertion"):
                     report.close(f"{setting}, {method}: {key} curve vs Python", theirs[key], ours[key], TOLERANCE)
@@ -210,17 +219,17 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
                              [theirs["deletion_auc"], theirs["insertion_auc"]],
                              [ours["deletion_auc"], ours["insertion_auc"]], TOLERANCE)
                 continue
-            report.equal(f"{setting}, random: curve lengths {length}",
+            report.equal(f"{setting}, {method}: curve lengths {length}",
                          (len(theirs["deletion"]), len(theirs["insertion"])), (length, length))
             if (len(theirs["deletion"]), len(theirs["insertion"])) != (length, length):
                 continue
-            report.close(f"{setting}, random: deletion[0], insertion[last] = intact images' mean probability; "
+            report.close(f"{setting}, {method}: deletion[0], insertion[last] = intact images' mean probability; "
                          f"deletion[last], insertion[0] = the zero image's",
                          [theirs["deletion"][0], theirs["insertion"][-1], theirs["deletion"][-1],
                           theirs["insertion"][0]],
                          [intact[target], intact[target], zero[target], zero[target]], TOLERANCE)
             xs = [r / patches for r in removed_counts(patches, used)]
-            report.close(f"{setting}, random: AUCs are the trapezoids of its own curves",
+            report.close(f"{setting}, {method}: AUCs are the trapezoids of its own curves",
                          [theirs["deletion_auc"], theirs["insertion_auc"]],
                          [trapezoid(xs, theirs["deletion"]), trapezoid(xs, theirs["insertion"])], TOLERANCE)
 

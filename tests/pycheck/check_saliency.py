@@ -6,6 +6,12 @@ autograd gives on the same random model and images, within 1e-4:
                 (dlogit_c/dA * A)^+, R = I, R = R + A_bar R per layer; of
                 R - I, the class token's row (pool cls) or the mean of the
                 patch rows (pool mean), patch columns.
+  integrated-gradients
+                the sum over channels of (x - b) * the Gauss-Legendre
+                integral of d logit_c / d x on the path from b, with numpy's
+                leggauss points as Captum uses them by default, at --steps
+                32 (the default) from the mean image (b = 0) and at 8 from
+                black pixels, each map with its completeness error.
 x is the normalised input; c the predicted class, or --class. The attention
 gradients come from retain_grad() on the Python model's attention tensors.
 The reverse product (vit-explain's issue #6) must differ from the Python maps
@@ -56,5 +62,37 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
                              gap > 100 * diff and gap > 1e-5, True)
 
 
+def check_integrated_gradients(report, vit, work, name, model, model_args, pixels, images, data, classes):
+    x = vitpy.normalize(pixels, data["mean"], data["std"])
+    black = vitpy.normalize(torch.zeros_like(pixels[:1]), data["mean"], data["std"])
+    for steps, baseline, b in ((None, None, None), (8, "black", black)):
+        what = f"model {name}, integrated-gradients from the {baseline or 'mean'} image, {steps or 32} steps"
+        out = work / f"{name}-ig-{baseline}"
+        flags = (("--steps", steps) if steps else ()) + (("--baseline", baseline) if baseline else ())
+        vitpy.run_vit(vit, "saliency", *model_args, "--images", *images, "--out", out, "--method",
+                      "integrated-gradients", "--class", str(classes[0].item()), *flags)
+        result = json.loads((out / "saliency.json").read_text())
+        expected, completeness = vitpy.integrated_gradients(model, x, torch.full((3,), classes[0].item()), b,
+                                                            steps or 32)
+        ours = torch.tensor([m["mask"] for m in result["maps"]], dtype=torch.float64)
+        scale = expected.abs().max().item()
+        report.close(f"{what}: maps vs Python (relative to the largest {scale:.3g})", ours / scale,
+                     expected / scale, TOLERANCE)
+        report.equal(f"{what}: the maps keep their sign", bool((ours < 0).any() and (ours > 0).any()), True)
+        report.close(f"{what}: completeness errors vs Python",
+                     [m["completeness_error"] for m in result["maps"]], completeness.tolist(), 1e-3)
+
+
+def check_model_and_integrated_gradients(report, vit, work, name, config, with_metadata, generator):
+    check_model(report, vit, work, name, config, with_metadata, generator)
+    model, model_args = vitpy.write_random_model(work, name + "-ig", config, with_metadata, generator)
+    pixels, images = vitpy.write_random_images(work, name + "-ig", 3, config["model"], generator)
+    x = vitpy.normalize(pixels, config["data"]["mean"], config["data"]["std"])
+    with torch.no_grad():
+        classes = model(x)[0].argmax(1)
+    check_integrated_gradients(report, vit, work, name, model, model_args, pixels, images, config["data"],
+                               classes)
+
+
 if __name__ == "__main__":
-    sys.exit(vitpy.run_check(__doc__, "saliency", 7, vitpy.models_a_and_b(check_model, "pycheck-saliency")))
+    sys.exit(vitpy.run_check(__doc__, "saliency", 7, vitpy.models_a_and_b(check_model_and_integrated_gradients, "pycheck-saliency")))

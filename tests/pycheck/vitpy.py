@@ -325,6 +325,27 @@ def saliency_maps(model, x, classes=None, reverse=False):
     return maps, classes
 
 
+def integrated_gradients(model, x, classes, baseline=None, steps=32):
+    """Integrated gradients of logit `classes` (B,) for normalised x (B, C, S, S)
+    from `baseline` (broadcast; None: zeros), as Captum computes them by
+    default: numpy's Gauss-Legendre points moved to [0, 1], the gradients at
+    baseline + a (x - baseline) weighted and summed, times x - baseline.
+    -> (the map summed over channels with its sign (B, S, S) float64,
+        the completeness error (sum - (f(x) - f(b))) / |f(x) - f(b)| (B,))."""
+    b = torch.zeros_like(x) if baseline is None else baseline.to(x.dtype).expand_as(x)
+    points, weights = np.polynomial.legendre.leggauss(steps)
+    total = torch.zeros_like(x, dtype=torch.float64)
+    for a, w in zip(0.5 * (1 + points), 0.5 * weights):
+        at = (b + float(a) * (x - b)).detach().requires_grad_(True)
+        logits, _ = model(at)
+        logits.gather(1, classes[:, None]).sum().backward()
+        total += float(w) * at.grad.double()
+    attributions = (x - b).double() * total
+    with torch.no_grad():
+        change = (model(x)[0] - model(b)[0]).gather(1, classes[:, None])[:, 0].double()
+    return attributions.sum(1), (attributions.sum((1, 2, 3)) - change) / change.abs()
+
+
 def patch_sums(maps, patch_size):
     """(B, S, S) pixel maps -> (B, g, g): each patch's P x P pixels summed."""
     B, S, _ = maps.shape

@@ -1,6 +1,7 @@
 // vit faithfulness: which saliency map the model actually uses, by the
 // deletion and insertion test (Petsiuk et al., 2018) of rollout, grad,
-// grad-x-input, grad-rollout and a seeded random order. Writes
+// grad-x-input, grad-rollout, integrated-gradients and smoothgrad (with
+// `vit saliency`'s defaults) and a seeded random order. Writes
 // faithfulness.json, faithfulness.csv (one row per method) and
 // faithfulness.png (both mean curves per method, the AUCs in the legend).
 #include "analyses/cmd_faithfulness.hpp"
@@ -128,7 +129,7 @@ nlohmann::json write_faithfulness(OpenedModel& opened, const FaithfulnessOptions
   const int64_t samples = inputs.pixels.size(0);
   nlohmann::json by_method = nlohmann::json::object();
   std::string csv = "method,deletion_auc,insertion_auc\n";
-  std::cout << "method         deletion AUC  insertion AUC\n";
+  std::cout << "method                deletion AUC  insertion AUC\n";
   for (const FaithfulnessMethod m : methods) {
     MethodCurves& c = curves[m];
     c.deletion = to_doubles(c.deletion_sum / static_cast<double>(samples));
@@ -141,7 +142,7 @@ nlohmann::json write_faithfulness(OpenedModel& opened, const FaithfulnessOptions
                        {"deletion", c.deletion},
                        {"insertion", c.insertion}};
     csv += fmt::format("{},{:.6g},{:.6g}\n", name, c.deletion_auc, c.insertion_auc);
-    std::cout << fmt::format("{:<13}  {:12.4f}  {:13.4f}\n", name, c.deletion_auc, c.insertion_auc);
+    std::cout << fmt::format("{:<20}  {:12.4f}  {:13.4f}\n", name, c.deletion_auc, c.insertion_auc);
   }
 
   const fs::path out = output_folder(o.model, loaded, kFaithfulnessFolder);

@@ -23,7 +23,15 @@
 
 namespace vit {
 
-enum class FaithfulnessMethod { kRollout, kGrad, kGradXInput, kGradRollout, kRandom };
+enum class FaithfulnessMethod {
+  kRollout,
+  kGrad,
+  kGradXInput,
+  kGradRollout,
+  kIntegratedGradients,  // with GradientAveraging's defaults: 32 steps from the mean image
+  kSmoothGrad,           // with GradientAveraging's defaults: 25 copies at 0.15, seed 0
+  kRandom
+};
 
 // Every method, in the order the files list them.
 const std::vector<FaithfulnessMethod>& faithfulness_methods();
