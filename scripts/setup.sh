@@ -112,12 +112,13 @@ fi
 # own. On CI (CI=true) they must install. Elsewhere, when PyPI cannot be
 # reached, this says so in one line and goes on: the tests that need them
 # skip, each naming what is missing.
-pypi_cross_check() {  # WHAT VENV PACKAGE...
-  local what=$1 venv=$2 log
-  shift 2
+# VENV_OPTION: "" or --system-site-packages (to use Debian's python3-torch).
+pypi_cross_check() {  # WHAT VENV VENV_OPTION PACKAGE...
+  local what=$1 venv=$2 option=$3 log
+  shift 3
   echo "setup.sh: installing $* from PyPI into $venv ($what)"
   log=$(mktemp)
-  if python3 -m venv "$venv" >"$log" 2>&1 && "$venv/bin/pip" install -q "$@" >>"$log" 2>&1; then
+  if python3 -m venv $option "$venv" >"$log" 2>&1 && "$venv/bin/pip" install -q "$@" >>"$log" 2>&1; then
     rm -f "$log"
     return
   fi
@@ -133,7 +134,15 @@ pypi_cross_check() {  # WHAT VENV PACKAGE...
 # package's own reader, from an environment of its own (178 MB).
 tensorboard_venv=${VIT_TENSORBOARD_VENV:-$HOME/.cache/vit/tensorboard}
 if $python_check && ! "$tensorboard_venv/bin/python" -c 'import tensorboard' 2>/dev/null; then
-  pypi_cross_check "the TensorBoard cross-check" "$tensorboard_venv" "tensorboard==2.21.0"
+  pypi_cross_check "the TensorBoard cross-check" "$tensorboard_venv" "" "tensorboard==2.21.0"
+fi
+# The Captum cross-check runs Captum's integrated gradients on Debian's
+# python3-torch (so the environment sees the system's packages, and pip
+# installs no torch of its own); matplotlib 3.7 keeps numpy at 1.x.
+captum_venv=${VIT_CAPTUM_VENV:-$HOME/.cache/vit/captum}
+if $python_check && ! "$captum_venv/bin/python" -c 'import captum.attr' 2>/dev/null; then
+  pypi_cross_check "the Captum cross-check" "$captum_venv" --system-site-packages \
+    "captum==0.7.0" "matplotlib==3.7.*"
 fi
 if $bench && ! "$VIT_TORCH2_VENV/bin/python" -c 'import timm' 2>/dev/null; then
   echo "setup.sh: installing timm into $VIT_TORCH2_VENV"

@@ -70,15 +70,17 @@ class PyCheck : public ::testing::Test {
     return fs::temp_directory_path() / ("vit_pycheck_" + script + "_" + std::to_string(::getpid()));
   }
 
-  void run_script(const std::string& script, bool keep_workdir = false) {
+  void run_script(const std::string& script, bool keep_workdir = false,
+                  const std::string& python = kPython) {
     ASSERT_TRUE(fs::exists(VIT_BINARY)) << VIT_BINARY << " is not built (cmake --build build)";
     const fs::path work = workdir_of(script);
     if (!keep_workdir) fs::remove_all(work);
     fs::create_directories(work);
     const fs::path log = work / "output.txt";
     const fs::path path = fs::path(VIT_SOURCE_DIR) / "tests" / "pycheck" / (script + ".py");
-    const std::string command = kPython + " " + quoted(path) + " --vit " + quoted(VIT_BINARY) +
-                                " --workdir " + quoted(work) + " > " + quoted(log) + " 2>&1";
+    const std::string command = quoted(fs::path(python)) + " " + quoted(path) + " --vit " +
+                                quoted(VIT_BINARY) + " --workdir " + quoted(work) + " > " +
+                                quoted(log) + " 2>&1";
     const int status = std::system(command.c_str());
     const std::string output = read_text(log);
     std::cout << output;
@@ -131,12 +133,33 @@ TEST_F(PyCheck, FaithfulnessCurvesMatchPython) {
   run_script("check_faithfulness");
 }
 
+// The python of the environment with Captum that scripts/setup.sh
+// --python-check makes: $VIT_CAPTUM_VENV, or ~/.cache/vit/captum.
+std::string captum_python() {
+  if (const char* venv = std::getenv("VIT_CAPTUM_VENV")) return std::string(venv) + "/bin/python";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + "/.cache/vit/captum/bin/python";
+}
+
+TEST_F(PyCheck, IntegratedGradientsMatchCaptum) {
+  const std::string python = captum_python();
+  if (std::system(
+          (quoted(fs::path(python)) + " -c 'import captum.attr' >/dev/null 2>&1").c_str()) != 0) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true")
+      FAIL() << python << " cannot import captum.attr, and CI must cross-check with Captum "
+             << "(scripts/setup.sh --python-check installs it)";
+    GTEST_SKIP() << python << " cannot import captum.attr (scripts/setup.sh --python-check)";
+  }
+  run_script("check_captum", /*keep_workdir=*/false, python);
+}
+
 // A photograph-like RGB image, (3, h, w): gradients, discs and noise.
 at::Tensor photograph_rgb(int64_t h, int64_t w, int64_t seed) {
   torch::manual_seed(seed);
   auto y = torch::linspace(0, 1, h).view({1, h, 1}), x = torch::linspace(0, 1, w).view({1, 1, w});
-  auto image = torch::cat({x.expand({1, h, w}), y.expand({1, h, w}),
-                           (x * y).expand({1, h, w})}) * 200;
+  auto image =
+      torch::cat({x.expand({1, h, w}), y.expand({1, h, w}), (x * y).expand({1, h, w})}) * 200;
   for (int k = 0; k < 5; ++k) {
     const auto cy = torch::rand({1}).item<double>(), cx = torch::rand({1}).item<double>();
     const auto disc = ((y - cy).pow(2) + (x - cx).pow(2)).lt(0.02 + 0.02 * k);
@@ -149,7 +172,8 @@ at::Tensor photograph_rgb(int64_t h, int64_t w, int64_t seed) {
 // check_crops.py to hold against torchvision's.
 TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
   if (std::system((kPython + " -c 'import torchvision, PIL' >/dev/null 2>&1").c_str()) != 0)
-    GTEST_SKIP() << kPython << " cannot import torchvision and PIL (scripts/setup.sh --python-check)";
+    GTEST_SKIP() << kPython
+                 << " cannot import torchvision and PIL (scripts/setup.sh --python-check)";
   const fs::path work = workdir_of("check_crops");
   fs::remove_all(work);
   fs::create_directories(work);
@@ -162,8 +186,8 @@ TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
   narrow.scale = {0.5, 1.0};
   for (const Case& c : {Case{375, 500, {}, "default"}, Case{100, 600, narrow, "fallback"},
                         Case{640, 427, narrow, "tall"}}) {
-    std::ofstream csv(work / ("boxes_" + std::to_string(c.height) + "x" +
-                              std::to_string(c.width) + "_" + c.name + ".csv"));
+    std::ofstream csv(work / ("boxes_" + std::to_string(c.height) + "x" + std::to_string(c.width) +
+                              "_" + c.name + ".csv"));
     csv << c.crop.scale[0] << "," << c.crop.scale[1] << "," << c.crop.ratio[0] << ","
         << c.crop.ratio[1] << "\n";
     vit::data::Rng rng(11);
@@ -172,8 +196,8 @@ TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
       csv << b.top << "," << b.left << "," << b.height << "," << b.width << "\n";
     }
   }
-  const std::vector<std::pair<int64_t, int64_t>> sizes = {{375, 500}, {480, 360}, {1200, 900},
-                                                          {300, 300}, {333, 517}};
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {
+      {375, 500}, {480, 360}, {1200, 900}, {300, 300}, {333, 517}};
   for (size_t k = 0; k < sizes.size(); ++k) {
     const auto [h, w] = sizes[k];
     const auto source = work / ("eval_" + std::to_string(k) + ".jpg");
@@ -183,8 +207,8 @@ TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
     cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
     std::vector<uint8_t> bytes;
     cv::imencode(".jpg", bgr, bytes, {cv::IMWRITE_JPEG_QUALITY, 92});
-    std::ofstream(source, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                  std::streamsize(bytes.size()));
+    std::ofstream(source, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
     const auto ours = vit::io::decode_planned(
         bytes.data(), bytes.size(), 3,
         [](int64_t ih, int64_t iw) { return vit::data::center_crop_plan(ih, iw, 224, 0.875); },
