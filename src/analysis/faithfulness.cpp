@@ -122,12 +122,9 @@ at::Tensor method_scores(VisionTransformer& model, const at::Tensor& inputs,
     case FaithfulnessMethod::kGradXInput:
     case FaithfulnessMethod::kIntegratedGradients:
     case FaithfulnessMethod::kSmoothGrad: {
-      const SaliencyMethod pixels = method == FaithfulnessMethod::kGrad ? SaliencyMethod::kGrad
-                                    : method == FaithfulnessMethod::kGradXInput
-                                        ? SaliencyMethod::kGradXInput
-                                    : method == FaithfulnessMethod::kIntegratedGradients
-                                        ? SaliencyMethod::kIntegratedGradients
-                                        : SaliencyMethod::kSmoothGrad;
+      // The pixel methods carry `vit saliency`'s names.
+      const auto pixels =
+          enum_named<SaliencyMethod>(faithfulness_method_name(method), "faithfulness method");
       const auto saliency = compute_saliency(model, inputs, pixels, classes, rollout.source);
       return patch_sums(saliency.maps, model->config().patch_size);  // of |map|
     }
