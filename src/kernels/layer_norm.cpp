@@ -9,6 +9,7 @@
 #include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
 #include "vit/autocast_state.hpp"
+#include "vit/kernels/gpu_residual_norm.hpp"
 #include "vit/kernels/product_reductions.hpp"
 
 namespace vit {
@@ -110,7 +111,9 @@ bool layer_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& wei
 torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
                          const torch::Tensor& bias, double eps, bool to_bf16) {
   RECORD_FUNCTION("vit::layer_norm", std::vector<c10::IValue>({x}));  // for the step profiler
-  if (product_reductions_apply(x, weight, bias))                      // on GPUs, bf16 end to end
+  if (gpu_residual_norm_applies(x, weight, bias))                     // on GPUs, 16-bit end to end
+    return gpu_residual_then_norm(x, {}, weight, bias, eps).normalized;
+  if (product_reductions_apply(x, weight, bias))  // the same, for widths its kernel does not take
     return layer_norm_with_product_gradients(x, weight, bias, eps);
   if (!layer_norm_uses_own_kernel(x, weight, bias)) {
     auto y = torch::layer_norm(x, {x.size(-1)}, weight, bias, eps);

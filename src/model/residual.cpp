@@ -5,6 +5,7 @@
 
 #include "kernel_calls.hpp"
 #include "vit/error.hpp"
+#include "vit/kernels/gpu_residual_norm.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
 #include "vit/kernels/residual.hpp"
@@ -42,6 +43,11 @@ torch::Tensor add(const torch::Tensor& x, const Branch& branch) {
 // over the sum where kernels/residual_norm runs.
 std::pair<torch::Tensor, torch::Tensor> add_then_norm(const torch::Tensor& x, const Branch& branch,
                                                       const torch::nn::LayerNorm& norm) {
+  const auto weight = compute_weight(norm->weight), norm_bias = compute_weight(norm->bias);
+  if (gpu_residual_norm_applies(x, weight, norm_bias)) {  // on GPUs, 16-bit end to end
+    auto r = gpu_residual_then_norm(x, branch.applied(), weight, norm_bias, norm->options.eps());
+    return {r.sum, r.normalized};
+  }
   const auto& bias = branch.layer->bias;
   const bool to_bf16 = normalizes_to_bf16_for_linear(x);
   if (dropping(branch.drop) ||
