@@ -105,21 +105,49 @@ struct LayerNormProductGradients : torch::autograd::Function<LayerNormProductGra
   }
 };
 
+// The gradient buffer that autograd would add `parameter`'s gradient to: a
+// leaf's .grad() set beforehand (train/weight_mirror sets each to its slice
+// of one flat vector) of the gradient's shape and dtype; else undefined.
+torch::Tensor preset_gradient(const torch::Tensor& parameter, const torch::Tensor& gradient_like) {
+  if (!parameter.is_leaf()) return {};
+  const auto& grad = parameter.grad();
+  if (!grad.defined() || grad.sizes() != gradient_like.sizes() ||
+      grad.scalar_type() != gradient_like.scalar_type() || !grad.is_contiguous())
+    return {};
+  return grad;
+}
+
 struct LinearProductBiasGradient : torch::autograd::Function<LinearProductBiasGradient> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias) {
-    ctx->save_for_backward({x, weight});
+    ctx->save_for_backward({x, weight, bias});
     return at::linear(x, weight, bias);
   }
 
+  // Where the weight's (or bias's) gradient has a buffer already, the
+  // product adds to it in place (cuBLAS's beta = 1, the same sum at no cost)
+  // and returns no gradient for autograd to add there in a pass of its own.
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &x = saved[0], &weight = saved[1];
+    const auto &x = saved[0], &weight = saved[1], &bias = saved[2];
     const auto dy_rows = matrix_of_rows(grads[0].contiguous());  // (M, out)
     torch::Tensor dx, dweight, dbias;
     if (ctx->needs_input_grad(0)) dx = at::mm(dy_rows, weight).view(x.sizes());
-    if (ctx->needs_input_grad(1)) dweight = at::mm(dy_rows.t(), matrix_of_rows(x));
-    if (ctx->needs_input_grad(2)) dbias = sum_of_rows(dy_rows);
+    if (ctx->needs_input_grad(1)) {
+      auto buffer = preset_gradient(weight, weight);
+      if (buffer.defined())
+        buffer.addmm_(dy_rows.t(), matrix_of_rows(x));
+      else
+        dweight = at::mm(dy_rows.t(), matrix_of_rows(x));
+    }
+    if (ctx->needs_input_grad(2)) {
+      auto buffer = preset_gradient(bias, bias);
+      const auto ones = torch::ones({1, dy_rows.size(0)}, dy_rows.options());
+      if (buffer.defined())
+        buffer.view({1, -1}).addmm_(ones, dy_rows);  // + 1^T dy
+      else
+        dbias = sum_of_rows(dy_rows);
+    }
     return {dx, dweight, dbias};
   }
 };

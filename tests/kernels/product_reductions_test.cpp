@@ -95,6 +95,35 @@ TEST(LinearProductBiasGradient, MatchesLibTorchForwardAndBackward) {
   }
 }
 
+// The weight mirror's parameters (train/weight_mirror) come with their
+// gradient buffers set: the products add to them in place and hand autograd
+// no gradient to add there in a pass of its own; a second backward adds again.
+TEST(LinearProductBiasGradient, AddsToAGradientBufferSetBeforehandInPlace) {
+  torch::manual_seed(3);
+  const auto x = torch::randn({4, 7, 16}), dy = torch::randn({4, 7, 24});
+  const auto weight = torch::randn({24, 16}).requires_grad_(),
+             bias = torch::randn({24}).requires_grad_();
+  linear_with_product_bias_gradient(x, weight, bias).backward(dy);  // no buffers: returned
+  const auto dweight = weight.grad().clone(), dbias = bias.grad().clone();
+  const auto buffer = torch::full({24 * 16 + 24}, 0.5);
+  weight.mutable_grad() = buffer.narrow(0, 0, 24 * 16).view({24, 16});
+  bias.mutable_grad() = buffer.narrow(0, 24 * 16, 24);
+  for (const double times : {1.0, 2.0}) {
+    linear_with_product_bias_gradient(x, weight, bias).backward(dy);
+    EXPECT_EQ(weight.grad().data_ptr(), buffer.data_ptr());
+    EXPECT_EQ(bias.grad().data_ptr(), buffer.narrow(0, 24 * 16, 24).data_ptr());
+    EXPECT_TRUE(torch::allclose(weight.grad(), dweight * times + 0.5, 1e-5, 1e-5)) << times;
+    EXPECT_TRUE(torch::allclose(bias.grad(), dbias * times + 0.5, 1e-5, 1e-5)) << times;
+  }
+  // What the function hands autograd: no weight or bias gradient to add.
+  const auto y = linear_with_product_bias_gradient(x, weight, bias);
+  const auto handed = (*y.grad_fn())({dy});
+  ASSERT_EQ(handed.size(), 3u);
+  EXPECT_FALSE(handed[1].defined());
+  EXPECT_FALSE(handed[2].defined());
+  EXPECT_TRUE(torch::allclose(weight.grad(), dweight * 3 + 0.5, 1e-5, 1e-5));
+}
+
 // Only for the GPU path: CPU tensors keep LibTorch's operators
 // (CudaProductReductions checks the CUDA cases).
 TEST(ProductReductions, ApplyOnlyToLowPrecisionCudaTensorsWithGradients) {
