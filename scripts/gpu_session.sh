@@ -47,7 +47,8 @@
 #   config     configs/fashion-mnist-gpu.json (with CONFIG_SET's overrides), timed
 #              (at most CONFIG_LIMIT s), its curve and summary
 #   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
-#              again without the graph (EAGER_RUNS), at most BENCH_LIMIT s each
+#              again without the graph (EAGER_RUNS); each of the two, every row
+#              and contender, stops after BENCH_LIMIT s
 # A stage that would start after DEADLINE seconds is skipped.
 # The device tool brings back at most 8 files from $OUT: the binaries' parts
 # and one $OUT/logs.tar.xz of every log and result ($LOGS), made at the end.
