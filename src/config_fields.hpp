@@ -68,6 +68,10 @@ void for_each_field(C& c, F&& f) {
   f("model.drop_path", m.drop_path,
     "stochastic depth: each block's residual branches are dropped per image with a rate rising "
     "linearly from 0 to this at the last block (timm's drop_path_rate), [0, 1)");
+  f("model.registers", m.registers,
+    "learned register tokens after the class token (Darcet et al., 2024; timm's reg_token), "
+    "attended to but never pooled; with registers, pos_embed covers the patches only, as in "
+    "timm's register models; 0..256");
 
   auto& d = c.data;
   f("data.dataset", d.dataset,

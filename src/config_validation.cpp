@@ -66,6 +66,7 @@ void validate_model(const ModelConfig& m) {
   require(m.layer_norm_eps > 0,
           "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
   require_fraction("model.drop_path", m.drop_path, false);
+  require_range("model.registers", m.registers, 0, kMaxRegisters);
 }
 
 // A [low, high] pair with 0 < low <= high (and high <= `most` when given).

@@ -108,6 +108,7 @@ inline constexpr int64_t kMaxImageSize = 16384;    // pixels per side
 inline constexpr int64_t kMaxPatches = 65536;      // patches per image (a 256 x 256 grid)
 inline constexpr int64_t kMaxWidth = 65536;        // dim, dim_head, heads * head width, mlp_dim
 inline constexpr int64_t kMaxDepth = 1024;         // transformer blocks
+inline constexpr int64_t kMaxRegisters = 256;      // register tokens
 inline constexpr int64_t kMaxClasses = 1'000'000;  // classifier outputs
 inline constexpr int64_t kMaxThreads = 1024;       // `threads` and --threads
 
@@ -128,9 +129,17 @@ struct ModelConfig {
   double attn_dropout = 0.0;     // on the attention probabilities
   double layer_norm_eps = 1e-6;  // timm's ViT uses 1e-6
   double drop_path = 0.0;        // stochastic depth: the last block's drop rate, linear from 0
+  int64_t registers = 0;         // register tokens R after the class token, 0..256
 
   int64_t grid() const { return image_size / patch_size; }  // patches per side g
   int64_t num_patches() const { return grid() * grid(); }   // g*g
+  // The tokens before the patches: the class token, then the registers.
+  int64_t prefix_tokens() const { return 1 + registers; }
+  int64_t tokens() const { return prefix_tokens() + num_patches(); }  // N
+  // pos_embed's rows before the patches': the class token's, or none where
+  // there are registers (timm's register models leave the prefix unembedded).
+  int64_t embedded_prefix() const { return registers > 0 ? 0 : 1; }
+  int64_t position_rows() const { return embedded_prefix() + num_patches(); }
   int64_t head_dim() const { return dim_head > 0 ? dim_head : dim / heads; }
   int64_t inner_dim() const { return heads * head_dim(); }  // width of q, k, v
 };

@@ -42,7 +42,7 @@ std::vector<at::Tensor> layer_grams(VisionTransformer& model, const ImageBatches
                                     int64_t budget_bytes) {
   const ModelConfig& m = model->config();
   const int64_t layers = m.depth + 1;
-  const int64_t per_layer = images.count * (m.num_patches() + 1) * m.dim * int64_t{sizeof(float)};
+  const int64_t per_layer = images.count * m.tokens() * m.dim * int64_t{sizeof(float)};
   const int64_t at_once =
       std::clamp<int64_t>(budget_bytes / std::max<int64_t>(per_layer, 1), 1, layers);
   std::vector<at::Tensor> grams;

@@ -1,5 +1,5 @@
-// Shape key: B batch, C channels, S image side, g grid side, N = g*g + 1 tokens,
-// D width, H heads, Dh head width, I = H*Dh, M MLP width, K classes.
+// Shape key: B batch, C channels, S image side, g grid side, R registers,
+// N = 1 + R + g*g tokens, D width, H heads, Dh head width, I = H*Dh, M MLP width, K classes.
 #include "vit/model/vision_transformer.hpp"
 
 #include <torch/torch.h>
@@ -54,7 +54,9 @@ torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
 VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
   patch_embed = register_module("patch_embed", PatchEmbed(cfg));
   cls_token = register_parameter("cls_token", torch::zeros({1, 1, cfg.dim}));
-  pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.num_patches() + 1, cfg.dim}));
+  if (cfg.registers > 0)
+    reg_token = register_parameter("reg_token", torch::zeros({1, cfg.registers, cfg.dim}));
+  pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.position_rows(), cfg.dim}));
   pos_drop = register_module("pos_drop", torch::nn::Dropout(cfg.emb_dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   // Stochastic depth rises linearly over the blocks, 0 to model.drop_path
@@ -74,6 +76,7 @@ void VisionTransformerImpl::init_weights() {
   torch::NoGradGuard no_grad;
   trunc_normal_(cls_token, 0.02);
   trunc_normal_(pos_embed, 0.02);
+  if (reg_token.defined()) reg_token.normal_(0.0, 1e-6);  // timm's init of its registers
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* linear = module->as<torch::nn::Linear>()) {
       trunc_normal_(linear->weight, 0.02);
@@ -86,15 +89,27 @@ void VisionTransformerImpl::init_weights() {
 }
 
 torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
-  auto patches = patch_embed(images);                                      // (B, g*g, D)
-  auto cls = compute_weight(cls_token).expand({patches.size(0), -1, -1});  // (B, 1, D)
-  return pos_drop(torch::cat({cls.to(patches.scalar_type()), patches}, /*dim=*/1) +
-                  compute_weight(pos_embed));  // (B, N, D)
+  auto patches = patch_embed(images);  // (B, g*g, D)
+  const auto prefix_of = [&](const torch::Tensor& t) {
+    return compute_weight(t).to(patches.scalar_type()).expand({patches.size(0), -1, -1});
+  };
+  const auto cls = prefix_of(cls_token);  // (B, 1, D)
+  if (!reg_token.defined())
+    return pos_drop(torch::cat({cls, patches}, /*dim=*/1) +
+                    compute_weight(pos_embed));  // (B, N, D)
+  // timm's register models (no_embed_class): the positions are the patches'
+  // alone, and the class token and the registers go in front unembedded.
+  return pos_drop(
+      torch::cat({cls, prefix_of(reg_token), patches + compute_weight(pos_embed)}, /*dim=*/1));
 }
 
 torch::Tensor VisionTransformerImpl::pool(const torch::Tensor& tokens) {
-  return cfg_.pool == Pool::kMean ? tokens.slice(/*dim=*/1, /*start=*/1).mean(1)  // (B, D)
-                                  : tokens.select(/*dim=*/1, /*index=*/0);        // (B, D)
+  return cfg_.pool == Pool::kMean ? patch_tokens(tokens).mean(1)            // (B, D)
+                                  : tokens.select(/*dim=*/1, /*index=*/0);  // (B, D)
+}
+
+torch::Tensor VisionTransformerImpl::patch_tokens(const torch::Tensor& tokens) const {
+  return tokens.slice(/*dim=*/1, /*start=*/cfg_.prefix_tokens());  // (B, g*g, D)
 }
 
 torch::Tensor VisionTransformerImpl::forward_head(const torch::Tensor& tokens) {
@@ -183,7 +198,7 @@ LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Te
 int64_t count_parameters(const ModelConfig& cfg) {
   const int64_t D = cfg.dim, I = cfg.inner_dim(), M = cfg.mlp_dim;
   const int64_t patch = cfg.channels * cfg.patch_size * cfg.patch_size * D + D;
-  const int64_t embeddings = D + (cfg.num_patches() + 1) * D;
+  const int64_t embeddings = (1 + cfg.registers + cfg.position_rows()) * D;
   const int64_t norm = 2 * D;
   const int64_t attention = D * 3 * I + (cfg.qkv_bias ? 3 * I : 0) + I * D + D;
   const int64_t mlp = D * M + M + M * D + D;
@@ -197,7 +212,7 @@ int64_t forward_flops(const ModelConfig& cfg) {
   // ViT paper's and timm's tables (ViT-B/16: 17.6 GFLOPs). Norms, softmax and
   // GELU are a few percent and left out, as is customary.
   const int64_t D = cfg.dim, I = cfg.inner_dim(), M = cfg.mlp_dim;
-  const int64_t P = cfg.num_patches(), N = P + 1;
+  const int64_t P = cfg.num_patches(), N = cfg.tokens();
   const int64_t patch = P * cfg.channels * cfg.patch_size * cfg.patch_size * D;
   const int64_t attention = N * D * 3 * I + 2 * N * N * I + N * I * D;  // qkv, QK^T and AV, proj
   const int64_t mlp = 2 * N * D * M;

@@ -25,7 +25,8 @@ int64_t block_of(const std::string& name) {
 }
 
 bool is_embedding(const std::string& name) {
-  return starts_with(name, "patch_embed.") || name == "cls_token" || name == "pos_embed";
+  return starts_with(name, "patch_embed.") || name == "cls_token" || name == "reg_token" ||
+         name == "pos_embed";
 }
 
 bool is_head(const std::string& name) {

@@ -22,7 +22,8 @@ std::string group_name(bool decayed, double lr_scale) {
 }  // namespace
 
 bool decays(const std::string& name, const at::Tensor& parameter) {
-  return parameter.dim() >= 2 && name != "cls_token" && name != "pos_embed";
+  // The class token, the registers and the positions are embeddings, not weights.
+  return parameter.dim() >= 2 && name != "cls_token" && name != "reg_token" && name != "pos_embed";
 }
 
 std::vector<ParameterGroup> parameter_groups(VisionTransformer& model, const TrainConfig& train) {

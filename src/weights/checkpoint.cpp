@@ -147,6 +147,7 @@ std::vector<std::string> architecture_differences(const ModelConfig& a, const Mo
   check("head_dim", a.head_dim(), b.head_dim());
   check("mlp_dim", a.mlp_dim, b.mlp_dim);
   check("qkv_bias", int(a.qkv_bias), int(b.qkv_bias));
+  check("registers", a.registers, b.registers);
   if (a.pool != b.pool)
     diffs.push_back(std::string("pool ") + name_of(a.pool) + " vs " + name_of(b.pool));
   return diffs;

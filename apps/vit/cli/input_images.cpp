@@ -99,7 +99,7 @@ AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, in
 }
 
 int64_t attention_batch_size(const ModelConfig& model, int64_t budget_bytes) {
-  const int64_t tokens = model.num_patches() + 1;
+  const int64_t tokens = model.tokens();
   const int64_t per_image = model.depth * model.heads * tokens * tokens * int64_t{sizeof(float)};
   return std::clamp<int64_t>(budget_bytes / std::max<int64_t>(per_image, 1), 1, 64);
 }

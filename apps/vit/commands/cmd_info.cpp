@@ -33,7 +33,8 @@ nlohmann::json describe(const Config& c) {
           {"patch_size", m.patch_size},
           {"channels", m.channels},
           {"grid", m.grid()},
-          {"tokens", m.num_patches() + 1},
+          {"tokens", m.tokens()},
+          {"registers", m.registers},
           {"dim", m.dim},
           {"depth", m.depth},
           {"heads", m.heads},
@@ -59,9 +60,10 @@ void print_text(const Config& c) {
             << fmt::format("  input      {}x{}x{} ({} channel{})\n", m.channels, m.image_size,
                            m.image_size, m.channels, m.channels == 1 ? "" : "s")
             << fmt::format(
-                   "  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token = {} tokens\n",
+                   "  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token{} = {} "
+                   "tokens\n",
                    m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
-                   m.num_patches() + 1)
+                   m.registers > 0 ? fmt::format(" + {} registers", m.registers) : "", m.tokens())
             << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n",
                            m.dim, m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
             << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,

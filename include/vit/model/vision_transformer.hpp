@@ -2,7 +2,8 @@
 // Vision Transformer (Dosovitskiy et al., 2020), pre-norm, timm parameter names.
 //
 // Shape key:  B batch, C channels, S image side, P patch side, g = S / P grid side,
-//             N = g*g + 1 tokens (class token first), D model width,
+//             R registers, N = 1 + R + g*g tokens (the class token, the
+//             registers, then the patches), D model width,
 //             H heads, Dh head width, I = H * Dh attention inner width, M MLP width,
 //             K classes.
 #include <vector>
@@ -85,9 +86,13 @@ class VisionTransformerImpl : public torch::nn::Module {
   // pass.first -> the stream after the last block.
   torch::Tensor forward_blocks(torch::Tensor tokens, const BlockPass& pass = {});
   torch::Tensor pool(const torch::Tensor& tokens);  // (B,N,D) -> (B,D): what the head reads
+  // The patches' rows of a token sequence, after the class token and the
+  // registers: (B,N,D) -> (B,g*g,D), a view.
+  torch::Tensor patch_tokens(const torch::Tensor& tokens) const;
 
   PatchEmbed patch_embed{nullptr};
-  torch::Tensor cls_token, pos_embed;  // (1,1,D), (1,N,D)
+  torch::Tensor cls_token, pos_embed;  // (1,1,D); (1,1+g*g,D), or (1,g*g,D) with registers
+  torch::Tensor reg_token;             // (1,R,D); undefined without registers
   torch::nn::Dropout pos_drop{nullptr};
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm norm{nullptr};

@@ -4,7 +4,7 @@
 // optimizer's groups and the tests read the same table.
 //
 // Layers, as in BEiT and timm's param_groups_layer_decay: layer 0 is the
-// embeddings (patch_embed, cls_token, pos_embed), layer i + 1 is blocks.i,
+// embeddings (patch_embed, cls_token, reg_token, pos_embed), layer i + 1 is blocks.i,
 // and layer L + 1 is the final norm and the head (L = model.depth).
 #include <string>
 #include <vector>
