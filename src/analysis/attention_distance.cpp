@@ -19,13 +19,14 @@ void check_patch_size(int64_t patch_size) {
   }
 }
 
-// One layer (B,H,N,N) -> (B,H). `padded` is D with a zero class-token row and column
-// (N,N): full attention rows then weight the class token's column by 0 and its query
-// row adds 0, so the input is used as it is, without slicing out W.
+// One layer (B,H,N,N) -> (B,H). `padded` is D with zero rows and columns for
+// the F prefix tokens (N,N): full attention rows then weight the prefix's
+// columns by 0 and its query rows add 0, so the input is used as it is,
+// without slicing out W.
 torch::Tensor layer_distance(const torch::Tensor& attention, const torch::Tensor& padded,
-                             bool renormalize) {
+                             bool renormalize, int64_t prefix) {
   const int64_t batch = attention.size(0), heads = attention.size(1), tokens = attention.size(2);
-  const auto patches = static_cast<double>(tokens - 1);
+  const auto patches = static_cast<double>(tokens - prefix);
   const auto a = attention.to(padded.scalar_type());  // no copy for float32 input
   if (!renormalize) {
     // The sum over queries and keys of A * D' for every (image, head) is one
@@ -33,11 +34,13 @@ torch::Tensor layer_distance(const torch::Tensor& attention, const torch::Tensor
     const auto total = torch::mv(a.reshape({batch * heads, tokens * tokens}), padded.view({-1}));
     return (total / patches).view({batch, heads});  // (B, H)
   }
-  const auto per_query = (a * padded).sum(/*dim=*/-1);                   // (B, H, N)
-  const auto row_sum = a.slice(/*dim=*/3, /*start=*/1).sum(/*dim=*/-1);  // (B, H, N)
-  // Query 0 is the class token, which has no place on the grid.
-  const auto patch_rows = [](const torch::Tensor& t) { return t.slice(/*dim=*/2, /*start=*/1); };
-  // A query that attends only to the class token has no patch distribution; it
+  const auto per_query = (a * padded).sum(/*dim=*/-1);                        // (B, H, N)
+  const auto row_sum = a.slice(/*dim=*/3, /*start=*/prefix).sum(/*dim=*/-1);  // (B, H, N)
+  // The class token and the registers have no place on the grid.
+  const auto patch_rows = [&](const torch::Tensor& t) {
+    return t.slice(/*dim=*/2, /*start=*/prefix);
+  };
+  // A query that attends only to the prefix has no patch distribution; it
   // contributes 0 rather than 0/0.
   const auto safe_sum = torch::where(row_sum > 0, row_sum, torch::ones_like(row_sum));
   return patch_rows(per_query / safe_sum).mean(/*dim=*/-1);  // (B, H)
@@ -69,13 +72,13 @@ torch::Tensor checked_distances(const std::vector<torch::Tensor>& attentions,
   const auto dtype = first.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   auto padded = torch::zeros({shape.tokens, shape.tokens},
                              torch::dtype(dtype).device(first.device()));  // (N, N)
-  padded.slice(/*dim=*/0, /*start=*/1)
-      .slice(/*dim=*/1, /*start=*/1)
+  padded.slice(/*dim=*/0, /*start=*/shape.prefix)
+      .slice(/*dim=*/1, /*start=*/shape.prefix)
       .copy_(patch_distance_matrix(shape.grid, patch_size, padded.options()));
   std::vector<torch::Tensor> layers;
   layers.reserve(attentions.size());
   for (const auto& attention : attentions) {
-    layers.push_back(layer_distance(attention, padded, renormalize));
+    layers.push_back(layer_distance(attention, padded, renormalize, shape.prefix));
   }
   return torch::stack(layers, /*dim=*/1);  // (B, L, H)
 }
@@ -83,8 +86,8 @@ torch::Tensor checked_distances(const std::vector<torch::Tensor>& attentions,
 }  // namespace
 
 torch::Tensor mean_attention_distance(const std::vector<torch::Tensor>& attentions,
-                                      int64_t patch_size, bool renormalize) {
-  const auto shape = check_attention_shapes(attentions, kAttentionDistanceWhere);
+                                      int64_t patch_size, bool renormalize, int64_t prefix_tokens) {
+  const auto shape = check_attention_shapes(attentions, kAttentionDistanceWhere, prefix_tokens);
   check_attention_values(attentions, kAttentionDistanceWhere);
   check_patch_size(patch_size);
   return checked_distances(attentions, shape, patch_size, renormalize);
@@ -101,13 +104,14 @@ torch::Tensor average_over_images(const torch::Tensor& per_image) {
   return per_image.mean(/*dim=*/0);  // (L, H)
 }
 
-AttentionDistanceAccumulator::AttentionDistanceAccumulator(int64_t patch_size, bool renormalize)
-    : patch_size_(patch_size), renormalize_(renormalize) {
+AttentionDistanceAccumulator::AttentionDistanceAccumulator(int64_t patch_size, bool renormalize,
+                                                           int64_t prefix_tokens)
+    : patch_size_(patch_size), renormalize_(renormalize), prefix_tokens_(prefix_tokens) {
   check_patch_size(patch_size);
 }
 
 void AttentionDistanceAccumulator::add(const std::vector<torch::Tensor>& attentions) {
-  const auto shape = check_attention_shapes(attentions, kAttentionDistanceWhere);
+  const auto shape = check_attention_shapes(attentions, kAttentionDistanceWhere, prefix_tokens_);
   if (images_ > 0 &&
       (shape.layers != sum_.size(0) || shape.heads != sum_.size(1) || shape.grid != grid_)) {
     const auto layout = [](int64_t layers, int64_t heads, int64_t grid) {

@@ -1,4 +1,4 @@
-// Shape key: L layers, B batch, H heads, N = 1 + g*g tokens, g grid side.
+// Shape key: L layers, B batch, H heads, F prefix tokens, N = F + g*g tokens, g grid side.
 #include "vit/analysis/attention_maps.hpp"
 
 #include <regex>
@@ -14,12 +14,13 @@ namespace {
 constexpr const char* kAttentionMapsWhere = "attention maps";
 
 // (B,H,N,N) -> (B,H,N): the query's row.
-at::Tensor query_row(const at::Tensor& attention, const AttentionQuery& query, int64_t grid) {
+at::Tensor query_row(const at::Tensor& attention, const AttentionQuery& query,
+                     const AttentionShape& shape) {
   switch (query.kind) {
     case AttentionQuery::Kind::kPatchMean:
-      return attention.slice(/*dim=*/2, /*start=*/1).mean(/*dim=*/2);
+      return attention.slice(/*dim=*/2, /*start=*/shape.prefix).mean(/*dim=*/2);
     case AttentionQuery::Kind::kPatch:
-      return attention.select(/*dim=*/2, 1 + query.row * grid + query.column);
+      return attention.select(/*dim=*/2, shape.prefix + query.row * shape.grid + query.column);
     case AttentionQuery::Kind::kClassToken:
       break;
   }
@@ -64,14 +65,14 @@ std::string attention_query_name(const AttentionQuery& query) {
 }
 
 at::Tensor attention_query_maps(const std::vector<at::Tensor>& attentions,
-                                const AttentionQuery& query) {
-  const auto shape = check_attention_shapes(attentions, kAttentionMapsWhere);
+                                const AttentionQuery& query, int64_t prefix_tokens) {
+  const auto shape = check_attention_shapes(attentions, kAttentionMapsWhere, prefix_tokens);
   check_query(query, shape.grid);
   std::vector<at::Tensor> layers;
   for (const auto& a : attentions) {
     const auto dtype = a.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-    layers.push_back(query_row(a.detach().to(torch::kCPU, dtype), query, shape.grid)
-                         .slice(/*dim=*/2, /*start=*/1));  // (B, H, g*g)
+    layers.push_back(query_row(a.detach().to(torch::kCPU, dtype), query, shape)
+                         .slice(/*dim=*/2, /*start=*/shape.prefix));  // (B, H, g*g)
   }
   return torch::stack(layers, /*dim=*/1)
       .reshape({shape.batch, shape.layers, shape.heads, shape.grid, shape.grid});

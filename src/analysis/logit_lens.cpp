@@ -1,4 +1,5 @@
-// Shape key: L layers, n images, B batch, N tokens, P patches, D width, K classes.
+// Shape key: L layers, n images, B batch, N tokens, F prefix tokens, R registers,
+// P patches, D width, K classes.
 #include "vit/analysis/logit_lens.hpp"
 
 #include <cmath>
@@ -32,12 +33,35 @@ double linear_quantile(const at::Tensor& values, double q) {
   return low + (position - static_cast<double>(below)) * (high - low);
 }
 
-at::Tensor patch_token_norms(const at::Tensor& layer) {
-  if (layer.dim() != 3 || layer.size(1) < 2)
+at::Tensor patch_token_norms(const at::Tensor& layer, int64_t prefix_tokens) {
+  if (layer.dim() != 3 || layer.size(1) <= prefix_tokens)
     throw Error("token norms: a layer of shape " + c10::str(layer.sizes()) +
-                ", expected (B, N, D) with a class token and at least one patch");
-  return layer.slice(/*dim=*/1, /*start=*/1).norm(2, /*dim=*/{2}).reshape({-1});  // (B*P)
+                ", expected (B, N, D) with " + std::to_string(prefix_tokens) +
+                " prefix tokens and at least one patch");
+  return layer.slice(/*dim=*/1, /*start=*/prefix_tokens).norm(2, /*dim=*/{2}).reshape({-1});
 }
+
+at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers) {
+  if (layer.dim() != 3 || layer.size(1) <= registers)
+    throw Error("token norms: a layer of shape " + c10::str(layer.sizes()) +
+                ", expected (B, N, D) with a class token and " + std::to_string(registers) +
+                " registers");
+  return layer.slice(/*dim=*/1, /*start=*/1, /*end=*/1 + registers)
+      .norm(2, /*dim=*/{2})
+      .reshape({-1});  // (B*R)
+}
+
+namespace {
+
+// One layer's summary of `norms`, "high" counted against `patch_median`.
+void summarize(TokenNormSummary& summary, const at::Tensor& norms, double patch_median) {
+  summary.median.push_back(linear_quantile(norms, 0.5));
+  summary.p99.push_back(linear_quantile(norms, 0.99));
+  summary.max.push_back(norms.max().item<double>());
+  summary.high.push_back(norms.gt(kHighNormFactor * patch_median).sum().item<int64_t>());
+}
+
+}  // namespace
 
 std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStream& stream) {
   torch::NoGradGuard no_grad;
@@ -53,15 +77,21 @@ LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
   if (labels.defined() && (labels.dim() != 1 || labels.size(0) != images.count))
     throw Error("logit lens: labels of shape " + c10::str(labels.sizes()) + " for " +
                 std::to_string(images.count) + " images");
-  std::vector<std::vector<at::Tensor>> logits, norms;  // [layer][batch]
+  const int64_t registers = model->config().registers;
+  std::vector<std::vector<at::Tensor>> logits, norms, register_norms;  // [layer][batch]
   images.for_each([&](int64_t, const at::Tensor& inputs) {
     const ResidualStream stream = residual_stream(model, inputs);
     const auto layer_logits = lens_logits(model, stream);
     logits.resize(layer_logits.size());
     norms.resize(layer_logits.size());
+    register_norms.resize(layer_logits.size());
     for (size_t l = 0; l < layer_logits.size(); ++l) {
+      const auto& layer = stream.layers[l];
       logits[l].push_back(layer_logits[l].to(torch::kCPU, torch::kFloat));
-      norms[l].push_back(patch_token_norms(stream.layers[l]).to(torch::kCPU, torch::kFloat));
+      norms[l].push_back(patch_token_norms(layer, 1 + registers).to(torch::kCPU, torch::kFloat));
+      if (registers > 0)
+        register_norms[l].push_back(
+            register_token_norms(layer, registers).to(torch::kCPU, torch::kFloat));
     }
   });
   LensResult result;
@@ -75,10 +105,9 @@ LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
     if (labels.defined()) result.accuracy.push_back(top1_fraction(result.logits[l], labels.cpu()));
     const auto layer_norms = torch::cat(norms[static_cast<size_t>(l)]);
     const double median = linear_quantile(layer_norms, 0.5);
-    result.norms.median.push_back(median);
-    result.norms.p99.push_back(linear_quantile(layer_norms, 0.99));
-    result.norms.max.push_back(layer_norms.max().item<double>());
-    result.norms.high.push_back(layer_norms.gt(kHighNormFactor * median).sum().item<int64_t>());
+    summarize(result.norms, layer_norms, median);
+    if (registers > 0)
+      summarize(result.register_norms, torch::cat(register_norms[static_cast<size_t>(l)]), median);
   }
   return result;
 }

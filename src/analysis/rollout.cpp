@@ -46,14 +46,14 @@ torch::Tensor fuse_heads(const torch::Tensor& attention, HeadFusion fusion) {
 }
 
 // Zeroes, per sample, the k smallest patch-to-patch entries of fused (B,N,N).
-void discard_weakest(torch::Tensor& fused, double ratio) {
+void discard_weakest(torch::Tensor& fused, double ratio, int64_t prefix) {
   const int64_t batch = fused.size(0);
-  const int64_t patches = fused.size(1) - 1;
+  const int64_t patches = fused.size(1) - prefix;
   const int64_t entries = patches * patches;
   // The slack keeps ratios like 0.29 * 100 = 28.999999999999996 at 29.
   const auto k = std::min(entries, static_cast<int64_t>(std::floor(ratio * entries + 1e-9)));
   if (k <= 0) return;
-  auto block = fused.slice(/*dim=*/1, /*start=*/1).slice(/*dim=*/2, /*start=*/1);
+  auto block = fused.slice(/*dim=*/1, /*start=*/prefix).slice(/*dim=*/2, /*start=*/prefix);
   auto flat = block.reshape({batch, entries});  // (B, P*P), a copy: block is strided
   // Selection instead of a sort (several times faster at N = 197): everything below
   // the k-th smallest value goes, plus as many of the entries equal to it, first in
@@ -92,7 +92,7 @@ torch::Tensor layer_matrix(const torch::Tensor& attention, const RolloutOptions&
                            std::vector<torch::Tensor>& flags) {
   auto fused = fuse_heads(attention, options.fusion);
   flags.push_back(all_valid(fused));
-  discard_weakest(fused, options.discard_ratio);
+  discard_weakest(fused, options.discard_ratio, options.prefix_tokens);
   fused.diagonal(/*offset=*/0, /*dim1=*/1, /*dim2=*/2).add_(1.0);
   // Each row by its own sum (keepdim).
   return fused / fused.sum(/*dim=*/-1, /*keepdim=*/true);
@@ -108,8 +108,9 @@ void check_options(const RolloutOptions& options) {
 }
 
 // rows (B,N) -> (B,g,g): the patch part, each map divided by its own maximum.
-torch::Tensor normalize_maps(const torch::Tensor& rows, int64_t grid) {
-  const auto maps = rows.slice(/*dim=*/1, /*start=*/1);  // (B, P)
+torch::Tensor normalize_maps(const torch::Tensor& rows, const AttentionShape& shape) {
+  const int64_t grid = shape.grid;
+  const auto maps = rows.slice(/*dim=*/1, /*start=*/shape.prefix);  // (B, P)
   const auto peak = maps.amax(/*dim=*/1, /*keepdim=*/true);
   // A map without a positive entry stays zero instead of becoming 0/0.
   const auto safe_peak = torch::where(peak > 0, peak, torch::ones_like(peak));
@@ -123,18 +124,19 @@ RolloutSource rollout_source_of(Pool pool) {
 }
 
 torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,
-                                     const torch::TensorOptions& options) {
+                                     const torch::TensorOptions& options, int64_t prefix_tokens) {
   auto weights = torch::zeros({tokens}, options);
   if (source == RolloutSource::kClassToken) {
     weights[0] = 1.0;
   } else {
-    weights.slice(/*dim=*/0, /*start=*/1).fill_(1.0 / static_cast<double>(tokens - 1));
+    weights.slice(/*dim=*/0, /*start=*/prefix_tokens)
+        .fill_(1.0 / static_cast<double>(tokens - prefix_tokens));
   }
   return weights;
 }
 
 AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentions,
-                                      const std::string& where) {
+                                      const std::string& where, int64_t prefix_tokens) {
   if (attentions.empty()) {
     throw Error(where + ": no attention layers given; expected one (B,H,N,N) tensor per layer");
   }
@@ -165,14 +167,18 @@ AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentio
   shape.batch = first.size(0);
   shape.heads = first.size(1);
   shape.tokens = first.size(2);
-  shape.grid = shape.tokens > 1 ? exact_sqrt(shape.tokens - 1) : -1;
+  shape.prefix = prefix_tokens;
+  shape.grid = shape.tokens > prefix_tokens ? exact_sqrt(shape.tokens - prefix_tokens) : -1;
   if (shape.batch < 1 || shape.heads < 1) {
     throw Error(where + ": attention shape " + shape_text(first) +
                 " has no images or no heads; expected B >= 1 and H >= 1");
   }
   if (shape.grid < 1) {
-    throw Error(where + ": " + std::to_string(shape.tokens) +
-                " tokens is not 1 + g*g; expected a class token plus a square patch grid");
+    throw Error(where + ": " + std::to_string(shape.tokens) + " tokens is not " +
+                std::to_string(prefix_tokens) + " + g*g; expected a class token" +
+                (prefix_tokens > 1 ? " and " + std::to_string(prefix_tokens - 1) + " registers"
+                                   : std::string()) +
+                " plus a square patch grid");
   }
   return shape;
 }
@@ -188,7 +194,7 @@ void check_attention_values(const std::vector<torch::Tensor>& attentions,
 
 torch::Tensor rollout_matrix(const std::vector<torch::Tensor>& attentions,
                              const RolloutOptions& options) {
-  check_attention_shapes(attentions, kRolloutWhere);
+  check_attention_shapes(attentions, kRolloutWhere, options.prefix_tokens);
   check_options(options);
   std::vector<torch::Tensor> flags;
   auto rollout = layer_matrix(attentions.front(), options, flags);
@@ -201,11 +207,12 @@ torch::Tensor rollout_matrix(const std::vector<torch::Tensor>& attentions,
 
 torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
                             const RolloutOptions& options) {
-  const auto shape = check_attention_shapes(attentions, kRolloutWhere);
+  const auto shape = check_attention_shapes(attentions, kRolloutWhere, options.prefix_tokens);
   check_options(options);
   const auto& first = attentions.front();
   const auto weights = rollout_source_weights(
-      options.source, shape.tokens, torch::dtype(compute_dtype(first)).device(first.device()));
+      options.source, shape.tokens, torch::dtype(compute_dtype(first)).device(first.device()),
+      options.prefix_tokens);
   // w^T M_L ... M_1 from the left: vector-matrix products, O(N^2) per layer instead of
   // the O(N^3) of the full product.
   auto rows = weights.expand({shape.batch, 1, shape.tokens});  // (B, 1, N)
@@ -216,20 +223,22 @@ torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
   }
   std::reverse(flags.begin(), flags.end());
   throw_on_invalid(flags, kRolloutWhere);
-  return normalize_maps(rows.squeeze(1), shape.grid);
+  return normalize_maps(rows.squeeze(1), shape);
 }
 
-torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSource source) {
+torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSource source,
+                                        int64_t prefix_tokens) {
   if (!rollout.defined() || rollout.dim() != 3 || rollout.size(1) != rollout.size(2)) {
     throw Error(std::string(kRolloutWhere) + ": rollout matrix has shape " +
                 (rollout.defined() ? shape_text(rollout) : "undefined") + "; expected (B,N,N)");
   }
   // Reuse the list checks for the token count, dtype and values: (B,N,N) -> (B,1,N,N).
   const std::vector<torch::Tensor> as_list = {rollout.unsqueeze(1)};
-  const auto shape = check_attention_shapes(as_list, kRolloutWhere);
+  const auto shape = check_attention_shapes(as_list, kRolloutWhere, prefix_tokens);
   check_attention_values(as_list, kRolloutWhere);
-  const auto weights = rollout_source_weights(source, shape.tokens, rollout.options());
-  return normalize_maps(torch::matmul(weights, rollout), shape.grid);  // (B, N) -> (B, g, g)
+  const auto weights =
+      rollout_source_weights(source, shape.tokens, rollout.options(), prefix_tokens);
+  return normalize_maps(torch::matmul(weights, rollout), shape);  // (B, N) -> (B, g, g)
 }
 
 }  // namespace vit

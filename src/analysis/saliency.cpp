@@ -13,8 +13,8 @@ namespace {
 constexpr const char* kSaliencyWhere = "gradient rollout";
 
 void check_gradients(const std::vector<at::Tensor>& attentions,
-                     const std::vector<at::Tensor>& gradients) {
-  check_attention_shapes(attentions, kSaliencyWhere);
+                     const std::vector<at::Tensor>& gradients, int64_t prefix_tokens) {
+  check_attention_shapes(attentions, kSaliencyWhere, prefix_tokens);
   if (gradients.size() != attentions.size()) {
     throw Error(std::string(kSaliencyWhere) + ": " + std::to_string(gradients.size()) +
                 " gradient tensors for " + std::to_string(attentions.size()) +
@@ -56,13 +56,14 @@ at::Tensor pixel_map(SaliencyMethod method, const at::Tensor& x, const at::Tenso
 }  // namespace
 
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
-                            const std::vector<at::Tensor>& gradients, RolloutSource source) {
-  check_gradients(attentions, gradients);
-  const auto shape = check_attention_shapes(attentions, kSaliencyWhere);
+                            const std::vector<at::Tensor>& gradients, RolloutSource source,
+                            int64_t prefix_tokens) {
+  check_gradients(attentions, gradients, prefix_tokens);
+  const auto shape = check_attention_shapes(attentions, kSaliencyWhere, prefix_tokens);
   const auto dtype =
       attentions.front().scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   const auto weights = rollout_source_weights(
-      source, shape.tokens, torch::dtype(dtype).device(attentions.front().device()));
+      source, shape.tokens, torch::dtype(dtype).device(attentions.front().device()), shape.prefix);
   // w^T R with R = (I + A_bar_L) ... (I + A_bar_1): from the left, one row at a
   // time, O(N^2) per layer instead of the full O(N^3) product.
   auto rows = weights.expand({shape.batch, 1, shape.tokens}).clone();  // (B, 1, N)
@@ -71,7 +72,7 @@ at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
   }
   rows = rows - weights;  // w^T (R - I): only what attention added
   return rows.squeeze(1)
-      .slice(/*dim=*/1, /*start=*/1)
+      .slice(/*dim=*/1, /*start=*/shape.prefix)
       .reshape({shape.batch, shape.grid, shape.grid});  // (B, g, g)
 }
 
@@ -130,7 +131,8 @@ Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, Sa
     for (const auto& a : out.attention)
       detached.push_back(a.detach());
     result.maps =
-        gradient_rollout(detached, std::vector<at::Tensor>(grads.begin() + 1, grads.end()), source);
+        gradient_rollout(detached, std::vector<at::Tensor>(grads.begin() + 1, grads.end()), source,
+                         model->config().prefix_tokens());
   } else {
     result.maps = pixel_map(method, x, grads[0]);
   }

@@ -40,7 +40,7 @@ struct WidthCarrier {
   int64_t dim;  // index into the shape
 };
 constexpr WidthCarrier kWidthCarriers[] = {
-    {"cls_token", 2}, {"pos_embed", 2}, {"patch_embed.proj.weight", 0}};
+    {"cls_token", 2}, {"pos_embed", 2}, {"reg_token", 2}, {"patch_embed.proj.weight", 0}};
 
 // Fine-tuning keeps the token width: no tensor of another width can be adapted.
 void check_embedding_width(const torch::OrderedDict<std::string, at::Tensor>& params,
@@ -88,6 +88,9 @@ at::Tensor adapt_channels(const at::Tensor& kernel, int64_t channels) {  // (D, 
 // One decision per model parameter, made before anything is copied, so a
 // failure leaves the model untouched.
 struct Plan {
+  // pos_embed's rows before the patches: the model's, and the file's (0 where
+  // it has registers, as timm's register models).
+  int64_t model_prefix_rows = 1, file_prefix_rows = 1;
   std::vector<std::pair<at::Tensor, at::Tensor>> copies;  // (parameter, value)
   std::vector<at::Tensor> zeros;
   std::vector<std::string> mismatches;  // what init_strict rejects
@@ -97,13 +100,16 @@ struct Plan {
 // pos_embed and the patch kernel of another grid or patch: the adapted tensor,
 // or an undefined one when the shape cannot be adapted.
 at::Tensor adapted(const std::string& name, const at::Tensor& mine, const at::Tensor& theirs,
-                   std::string& how) {
+                   const Plan& plan, std::string& how) {
   if (name == "pos_embed" && theirs.dim() == 3 && theirs.size(2) == mine.size(2)) {
-    const int64_t from = pos_embed_grid(theirs), to = pos_embed_grid(mine);
+    // A class token's position and none (a register model's) do not convert.
+    if (plan.file_prefix_rows != plan.model_prefix_rows) return {};
+    const int64_t from = pos_embed_grid(theirs, plan.file_prefix_rows),
+                  to = pos_embed_grid(mine, plan.model_prefix_rows);
     how = "grid " + std::to_string(from) + "x" + std::to_string(from) + " -> " +
-          std::to_string(to) + "x" + std::to_string(to) +
-          ", 2-D bicubic interpolation, class token kept";
-    return resize_pos_embed(theirs, to);
+          std::to_string(to) + "x" + std::to_string(to) + ", 2-D bicubic interpolation" +
+          (plan.model_prefix_rows == 1 ? ", class token kept" : "");
+    return resize_pos_embed(theirs, to, plan.model_prefix_rows);
   }
   if (name == "patch_embed.proj.weight" && theirs.dim() == 4 && theirs.size(2) == theirs.size(3)) {
     std::vector<std::string> steps;
@@ -163,7 +169,7 @@ void plan_parameter(const std::string& name, const at::Tensor& mine, const Tenso
     return;
   }
   std::string how;
-  const at::Tensor value = adapted(name, mine, theirs, how);
+  const at::Tensor value = adapted(name, mine, theirs, plan, how);
   if (value.defined() && value.sizes() == mine.sizes()) {
     plan.copies.emplace_back(mine, value);
     plan.report.adapted.push_back(name + ": " + shape_of(theirs) + " -> " + shape_of(mine) + " (" +
@@ -193,6 +199,8 @@ InitReport init_from_pretrained(VisionTransformer& model, const TensorMap& sourc
   check_is_vit(params, source, source_name);
   check_embedding_width(params, source, source_name);
   Plan plan;
+  plan.model_prefix_rows = model->config().embedded_prefix();
+  plan.file_prefix_rows = source.count("reg_token") > 0 ? 0 : 1;
   for (const auto& p : params)
     plan_parameter(p.key(), p.value(), source, options, plan);
   for (const auto& [name, tensor] : source) {

@@ -75,7 +75,10 @@ class InsideEndToEnd : public ::testing::Test {
 TEST_F(InsideEndToEnd, LensReadsEveryLayerOfTheSamples) {
   const auto j = analyse("lens", "lens", {"--samples", "8"});
   EXPECT_EQ(keys_of(j), (std::set<std::string>{"pool", "layers", "samples", "logits", "accuracy",
-                                               "agreement", "token_norms"}));
+                                               "agreement", "token_norms", "registers",
+                                               "register_norms"}));
+  EXPECT_EQ(j["registers"], 0);
+  EXPECT_TRUE(j["register_norms"].is_null());
   EXPECT_EQ(j["pool"], "mean");
   EXPECT_EQ(j["layers"], 3);  // depth 2: layers 0, 1, 2
   EXPECT_EQ(j["samples"], 8);
@@ -84,7 +87,7 @@ TEST_F(InsideEndToEnd, LensReadsEveryLayerOfTheSamples) {
   EXPECT_EQ(j["logits"][2][0].size(), 10u);
   EXPECT_EQ(j["accuracy"].size(), 3u);
   EXPECT_EQ(j["agreement"][2], 1.0);
-  EXPECT_EQ(keys_of(j["token_norms"]), (std::set<std::string>{"median", "p99", "max"}));
+  EXPECT_EQ(keys_of(j["token_norms"]), (std::set<std::string>{"median", "p99", "max", "high"}));
 }
 
 TEST_F(InsideEndToEnd, LensOfImagesHasNoAccuracy) {

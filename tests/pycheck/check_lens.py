@@ -29,7 +29,8 @@ import vitpy
 
 TOLERANCE = 1e-4
 MIN_MARGIN = 1e-4  # top-1 against runner-up, for agreement to be well defined
-KEYS = {"pool", "layers", "samples", "logits", "accuracy", "agreement", "token_norms"}
+KEYS = {"pool", "layers", "samples", "logits", "accuracy", "agreement", "token_norms", "registers",
+        "register_norms"}
 IMAGES = {"a": 5, "b": 4}
 
 
@@ -65,9 +66,10 @@ def check_model(report, vit, work, name, config, with_metadata, generator):
     vitpy.run_vit(vit, "lens", *model_args, "--images", *images, "--out", out, threads=1)
     result = json.loads((out / "lens.json").read_text())
     report.equal(f"{what}: lens.json keys", set(result), KEYS)
-    report.equal(f"{what}: pool, layers, samples, accuracy",
-                 (result.get("pool"), result.get("layers"), result.get("samples"), result.get("accuracy")),
-                 (m["pool"], m["depth"] + 1, count, None))
+    report.equal(f"{what}: pool, layers, samples, accuracy, registers and their norms",
+                 (result.get("pool"), result.get("layers"), result.get("samples"), result.get("accuracy"),
+                  result.get("registers"), result.get("register_norms")),
+                 (m["pool"], m["depth"] + 1, count, None, 0, None))
     report.equal(f"{what}: lens.csv and lens.png written",
                  [(out / f).is_file() for f in ("lens.csv", "lens.png")], [True, True])
     report.close(f"{what}: logits per layer vs Python", result["logits"], logits, TOLERANCE)

@@ -112,7 +112,9 @@ nlohmann::json write_attention(OpenedModel& opened, const AttentionOptions& o) {
   int64_t predicted = 0;
   for_each_attention_batch(loaded.model, inputs.pixels, config, opened.device, /*batch_size=*/1,
                            [&](int64_t, const LogitsAndAttention& out) {
-                             maps = attention_query_maps(out.attention, query)[0];  // (L,H,g,g)
+                             maps = attention_query_maps(
+                                 out.attention, query,
+                                 config.model.prefix_tokens())[0];  // (L,H,g,g)
                              predicted = out.logits.argmax(/*dim=*/1).item<int64_t>();
                            });
   const fs::path out = output_folder(o.model, loaded, kAttentionFolder);

@@ -83,7 +83,8 @@ nlohmann::json write_attn_distance(OpenedModel& opened, const AttnDistanceOption
                              o.common.seed.value_or(config.seed), opened);
   const bool renormalize = o.renormalize.value_or(config.analysis.renormalize);
 
-  AttentionDistanceAccumulator accumulator(config.model.patch_size, renormalize);
+  AttentionDistanceAccumulator accumulator(config.model.patch_size, renormalize,
+                                           config.model.prefix_tokens());
   for_each_attention_batch(
       loaded.model, inputs.pixels, config, opened.device, attention_batch_size(config.model),
       [&](int64_t, const LogitsAndAttention& out) { accumulator.add(out.attention); });

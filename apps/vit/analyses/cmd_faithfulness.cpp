@@ -45,6 +45,7 @@ RolloutOptions rollout_options(const Config& config) {
   options.fusion = config.analysis.head_fusion;
   options.discard_ratio = config.analysis.discard_ratio;
   options.source = rollout_source_of(config.model.pool);
+  options.prefix_tokens = config.model.prefix_tokens();
   return options;
 }
 

@@ -25,6 +25,10 @@ constexpr char kLensFolder[] = "lens";
 
 namespace fs = std::filesystem;
 
+nlohmann::json norm_summary_json(const TokenNormSummary& n) {
+  return {{"median", n.median}, {"p99", n.p99}, {"max", n.max}, {"high", n.high}};
+}
+
 nlohmann::json lens_json(const LensResult& r, const Config& config) {
   std::vector<std::vector<std::vector<double>>> logits;
   const auto values = r.logits.to(torch::kDouble).contiguous();
@@ -35,14 +39,16 @@ nlohmann::json lens_json(const LensResult& r, const Config& config) {
       logits.back().emplace_back(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
     }
   }
-  return {
-      {"pool", name_of(config.model.pool)},
-      {"layers", values.size(0)},
-      {"samples", values.size(1)},
-      {"logits", logits},
-      {"accuracy", r.accuracy.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.accuracy)},
-      {"agreement", r.agreement},
-      {"token_norms", {{"median", r.norms.median}, {"p99", r.norms.p99}, {"max", r.norms.max}}}};
+  return {{"pool", name_of(config.model.pool)},
+          {"layers", values.size(0)},
+          {"samples", values.size(1)},
+          {"logits", logits},
+          {"accuracy", r.accuracy.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.accuracy)},
+          {"agreement", r.agreement},
+          {"token_norms", norm_summary_json(r.norms)},
+          {"registers", config.model.registers},
+          {"register_norms", config.model.registers > 0 ? norm_summary_json(r.register_norms)
+                                                        : nlohmann::json(nullptr)}};
 }
 
 std::string lens_csv(const LensResult& r) {
@@ -67,6 +73,13 @@ at::Tensor lens_plot(const LensResult& r) {
   norms.series.push_back({"median", x, r.norms.median, io::SeriesStyle::kLineAndMarkers});
   norms.series.push_back({"99th percentile", x, r.norms.p99, io::SeriesStyle::kLineAndMarkers});
   norms.series.push_back({"max", x, r.norms.max, io::SeriesStyle::kLineAndMarkers});
+  if (!r.register_norms.median.empty()) {
+    norms.title = "Patch-token and register L2 norms";
+    norms.series.push_back(
+        {"registers, median", x, r.register_norms.median, io::SeriesStyle::kLineAndMarkers});
+    norms.series.push_back(
+        {"registers, max", x, r.register_norms.max, io::SeriesStyle::kLineAndMarkers});
+  }
   io::PlotOptions options;
   options.title = "Logit lens: each layer through the final norm, pooling and head";
   return io::render_plot({readout, norms}, options);
@@ -96,6 +109,9 @@ nlohmann::json write_lens(OpenedModel& opened, const LensOptions& o) {
     if (r.norms.high[l] > 0)
       spdlog::info("layer {}: {} patch tokens above 4x the median norm (high-norm tokens)", l,
                    r.norms.high[l]);
+  for (size_t l = 0; l < r.register_norms.median.size(); ++l)
+    spdlog::info("layer {}: register norms median {:.3g}, max {:.3g} (patch median {:.3g})", l,
+                 r.register_norms.median[l], r.register_norms.max[l], r.norms.median[l]);
 
   const fs::path out = output_folder(o.model, loaded, kLensFolder);
   const nlohmann::json json = lens_json(r, config);

@@ -55,11 +55,12 @@ std::string caption(int64_t grid, int64_t source_grid) {
 
 nlohmann::json write_pos_embed(OpenedModel& opened, const PosEmbedOptions& o) {
   LoadedModel& loaded = opened.loaded;
-  torch::Tensor pos_embed = loaded.model->pos_embed.detach();  // (1, 1 + g*g, D)
-  const int64_t source_grid = pos_embed_grid(pos_embed);
-  if (o.interpolate) pos_embed = resize_pos_embed(pos_embed, *o.interpolate);
-  const int64_t grid = pos_embed_grid(pos_embed);
-  const torch::Tensor similarity = pos_embed_similarity(pos_embed);  // (g*g, g*g)
+  torch::Tensor pos_embed = loaded.model->pos_embed.detach();         // (1, F + g*g, D)
+  const int64_t prefix_rows = loaded.config.model.embedded_prefix();  // F: 1, or 0 with registers
+  const int64_t source_grid = pos_embed_grid(pos_embed, prefix_rows);
+  if (o.interpolate) pos_embed = resize_pos_embed(pos_embed, *o.interpolate, prefix_rows);
+  const int64_t grid = pos_embed_grid(pos_embed, prefix_rows);
+  const torch::Tensor similarity = pos_embed_similarity(pos_embed, prefix_rows);  // (g*g, g*g)
 
   const fs::path out = output_folder(o.model, loaded, kPosEmbedFolder);
   nlohmann::json json = {{"grid", grid}, {"checkpoint", loaded.path}};

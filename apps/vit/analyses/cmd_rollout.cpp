@@ -28,6 +28,7 @@ RolloutOptions analysis_options(const RolloutCommandOptions& o, const Config& co
   options.fusion = o.head_fusion.value_or(config.analysis.head_fusion);
   options.discard_ratio = o.discard_ratio.value_or(config.analysis.discard_ratio);
   options.source = rollout_source_of(config.model.pool);
+  options.prefix_tokens = config.model.prefix_tokens();
   return options;
 }
 

@@ -2,11 +2,12 @@
 // Mean attention distance (ViT paper, Fig. 7 right): for each layer and head, how
 // far in pixels a patch looks, on average, weighted by its attention.
 //
-// Shape key:  L layers, B batch, H heads, N = 1 + g*g tokens (class token first,
-//             patches in row-major grid order), P = g*g patches.
+// Shape key:  L layers, B batch, H heads, N = F + g*g tokens (F prefix tokens:
+//             the class token and the registers; then the patches in row-major
+//             grid order), P = g*g patches.
 //
 // For one image, layer and head with attention A (N,N):
-//   W = A[1:, 1:]               class-token row and column dropped, not renormalised
+//   W = A[F:, F:]               prefix rows and columns dropped, not renormalised
 //                               (as in the ViT authors' code); with `renormalize`
 //                               each row is divided by its own sum instead
 //   distance = mean over queries q of sum_k W[q,k] * D[q,k]
@@ -27,7 +28,8 @@ torch::Tensor patch_distance_matrix(int64_t grid, int64_t patch_size,
 // else float32, on the input's device. Throws vit::Error for shapes
 // check_attention_shapes rejects, patch_size < 1, or a negative or non-finite entry.
 torch::Tensor mean_attention_distance(const std::vector<torch::Tensor>& attentions,
-                                      int64_t patch_size, bool renormalize = false);
+                                      int64_t patch_size, bool renormalize = false,
+                                      int64_t prefix_tokens = 1);
 
 // (B,L,H) -> (L,H): the mean over images.
 torch::Tensor average_over_images(const torch::Tensor& per_image);
@@ -35,7 +37,8 @@ torch::Tensor average_over_images(const torch::Tensor& per_image);
 // Running mean over many batches, e.g. 128 images fed 32 at a time.
 class AttentionDistanceAccumulator {
  public:
-  explicit AttentionDistanceAccumulator(int64_t patch_size, bool renormalize = false);
+  explicit AttentionDistanceAccumulator(int64_t patch_size, bool renormalize = false,
+                                        int64_t prefix_tokens = 1);
 
   // Adds every image of one batch. Layers, heads and grid must match earlier batches.
   void add(const std::vector<torch::Tensor>& attentions);
@@ -50,6 +53,7 @@ class AttentionDistanceAccumulator {
  private:
   int64_t patch_size_;
   bool renormalize_;
+  int64_t prefix_tokens_;
   torch::Tensor sum_;  // (L,H) float64 on the CPU: the sum over images
   int64_t images_ = 0;
   int64_t grid_ = 0;

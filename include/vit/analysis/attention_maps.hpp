@@ -1,8 +1,9 @@
 #pragma once
 // Raw attention of one query, per layer and head: what `vit attention` draws.
 //
-// Shape key: L layers, B batch, H heads, N = 1 + g*g tokens (class token
-//            first, patches in row-major order: patch (i, j) is token 1 + i*g + j).
+// Shape key: L layers, B batch, H heads, N = F + g*g tokens (F prefix tokens:
+//            the class token, then the registers; then the patches in row-major
+//            order: patch (i, j) is token F + i*g + j).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,6 @@ std::string attention_query_name(const AttentionQuery& query);
 // float64 for float64 input, else float32, on the CPU. Throws vit::Error for
 // shapes check_attention_shapes rejects, or a patch outside the g x g grid.
 at::Tensor attention_query_maps(const std::vector<at::Tensor>& attentions,
-                                const AttentionQuery& query);
+                                const AttentionQuery& query, int64_t prefix_tokens = 1);
 
 }  // namespace vit

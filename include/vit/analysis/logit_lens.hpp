@@ -4,7 +4,8 @@
 // the norms of the patch tokens layer by layer, whose outliers are the
 // "high-norm tokens" of Darcet et al. (2024), "Vision Transformers Need Registers".
 //
-// Shape key: L layers, n images, N tokens, P = N - 1 patches, D width, K classes.
+// Shape key: L layers, n images, N tokens, F prefix tokens (the class token and
+// R registers), P = N - F patches, D width, K classes.
 #include <cstdint>
 #include <vector>
 
@@ -20,19 +21,25 @@ namespace vit {
 // Throws vit::Error for no values or q outside [0, 1].
 double linear_quantile(const at::Tensor& values, double q);
 
-// The L2 norms of the patch tokens of one layer (B,N,D) -> (B*P), class token left out.
-at::Tensor patch_token_norms(const at::Tensor& layer);
+// The L2 norms of the patch tokens of one layer (B,N,D) -> (B*P), the class
+// token and the registers (F prefix tokens in all) left out.
+at::Tensor patch_token_norms(const at::Tensor& layer, int64_t prefix_tokens = 1);
+
+// The L2 norms of the R registers of one layer (B,N,D) -> (B*R): tokens 1..R.
+at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers);
 
 struct TokenNormSummary {
   std::vector<double> median, p99, max;  // one per layer
-  std::vector<int64_t> high;             // per layer, patch tokens above 4x the layer's median
+  // Per layer, tokens above 4x the median of the layer's patch-token norms.
+  std::vector<int64_t> high;
 };
 
 struct LensResult {
-  at::Tensor logits;              // float (L+1, n, K), on the CPU
-  std::vector<double> accuracy;   // per layer; empty without labels
-  std::vector<double> agreement;  // per layer: top-1 equal to the last layer's
-  TokenNormSummary norms;
+  at::Tensor logits;                // float (L+1, n, K), on the CPU
+  std::vector<double> accuracy;     // per layer; empty without labels
+  std::vector<double> agreement;    // per layer: top-1 equal to the last layer's
+  TokenNormSummary norms;           // the patch tokens'
+  TokenNormSummary register_norms;  // the registers'; empty for a model without
 };
 
 // Each layer's logits (B,K) of one stream: the model's forward_head on every layer.

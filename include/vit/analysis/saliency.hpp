@@ -21,7 +21,7 @@
 // raw: neither rescaled nor clipped beyond what the formulas say.
 //
 // Shape key: L layers, B batch, C channels, S image side, H heads,
-//            N = 1 + g*g tokens (class token first), K classes.
+//            N = F + g*g tokens (the class token and the registers first), K classes.
 #include <string>
 #include <vector>
 
@@ -61,7 +61,8 @@ struct GradientAveraging {
 // do not match the attention.
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients,
-                            RolloutSource source = RolloutSource::kClassToken);
+                            RolloutSource source = RolloutSource::kClassToken,
+                            int64_t prefix_tokens = 1);
 
 struct Saliency {
   at::Tensor maps;                // float (B, S, S), or (B, g, g) for grad-rollout
