@@ -144,6 +144,12 @@ if $python_check && ! "$captum_venv/bin/python" -c 'import captum.attr' 2>/dev/n
   pypi_cross_check "the Captum cross-check" "$captum_venv" --system-site-packages \
     "captum==0.7.0" "matplotlib==3.7.*"
 fi
+# The timm cross-check (timm's register models give vit's logits) runs in pip's
+# torch line's environment, whose torch timm needs; torch stays pinned.
+if [ "$line" = pip ] && ! "$VIT_TORCH2_VENV/bin/python" -c 'import timm' 2>/dev/null; then
+  pypi_cross_check "the timm cross-check" "$VIT_TORCH2_VENV" "" "timm==1.0.31" \
+    "torch==$VIT_PIP_TORCH_VERSION"
+fi
 if $bench && ! "$VIT_TORCH2_VENV/bin/python" -c 'import timm' 2>/dev/null; then
   echo "setup.sh: installing timm into $VIT_TORCH2_VENV"
   "$VIT_TORCH2_VENV/bin/pip" install -q timm "torch==$VIT_PIP_TORCH_VERSION"

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -152,6 +153,39 @@ TEST_F(PyCheck, IntegratedGradientsMatchCaptum) {
     GTEST_SKIP() << python << " cannot import captum.attr (scripts/setup.sh --python-check)";
   }
   run_script("check_captum", /*keep_workdir=*/false, python);
+}
+
+// A python that imports timm: $VIT_TIMM_PYTHON, or that of an environment
+// of pip's torch line (~/.cache/vit/torch-VERSION, where scripts/setup.sh
+// --torch pip installs timm); empty where there is none.
+std::string timm_python() {
+  if (const char* python = std::getenv("VIT_TIMM_PYTHON")) return python;
+  const char* home = std::getenv("HOME");
+  const fs::path cache = fs::path(home ? home : "") / ".cache" / "vit";
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(cache, error)) {
+    const fs::path python = entry.path() / "bin" / "python";
+    if (entry.path().filename().string().rfind("torch-", 0) == 0 && fs::exists(python) &&
+        std::system((quoted(python) + " -c 'import timm' >/dev/null 2>&1").c_str()) == 0)
+      return python.string();
+  }
+  return "";
+}
+
+// timm's register models (reg_tokens, no_embed_class): vit predict gives
+// timm's logits, and vit export gives timm's tensors back. The LibTorch 2
+// line's run has timm on CI (setup.sh --torch pip installs it), so it must
+// not skip there.
+TEST_F(PyCheck, TimmRegisterModelsGiveTimmsLogits) {
+  const std::string python = timm_python();
+  if (python.empty()) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true" && TORCH_VERSION_MAJOR >= 2)
+      FAIL() << "no environment of pip's torch line imports timm, and CI must cross-check with "
+                "it (scripts/setup.sh --torch pip installs it)";
+    GTEST_SKIP() << "no python with timm (scripts/setup.sh --torch pip installs it)";
+  }
+  run_script("check_timm_registers", /*keep_workdir=*/false, python);
 }
 
 // A photograph-like RGB image, (3, h, w): gradients, discs and noise.

@@ -23,7 +23,6 @@ struct TimmExtra {
 constexpr TimmExtra kTimmExtras[] = {
     {"norm_pre", "a LayerNorm before the blocks (timm pre_norm=True, as in CLIP)"},
     {"fc_norm", "a LayerNorm after pooling in place of 'norm' (timm fc_norm)"},
-    {"reg_token", "register tokens (timm reg_tokens > 0)"},
     {"dist_token", "a DeiT distillation token"},
     {"head_dist", "a DeiT distillation head"},
     {"attn_pool", "an attention-pooling head (timm global_pool='map')"},
@@ -165,6 +164,18 @@ std::string qkv_bias_hint(const ModelConfig& cfg, const TensorMap& state) {
                        : " (the file has no qkv biases: the config needs model.qkv_bias=false)";
 }
 
+// And for the register count: the file's reg_token (1, R, D) against
+// model.registers.
+std::string registers_hint(const ModelConfig& cfg, const TensorMap& state) {
+  const auto it = state.find("reg_token");
+  const int64_t file_registers =
+      it == state.end() || it->second.dim() != 3 ? 0 : it->second.size(1);
+  if (file_registers == cfg.registers) return "";
+  return " (the file has " + std::to_string(file_registers) +
+         " register tokens: the config needs model.registers=" + std::to_string(file_registers) +
+         ")";
+}
+
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (const auto& item : items)
@@ -183,8 +194,9 @@ LoadReport load_weights(VisionTransformer& model, const TensorMap& state,
   check_extra(params, state, model->config().dim, report, problems);
   if (!problems.empty()) {
     throw Error(source_name + ": " + std::to_string(problems.size()) + " problem" +
-                (problems.size() == 1 ? "" : "s") + " loading the weights into vit's model: " +
-                join(problems, "; ") + qkv_bias_hint(model->config(), state));
+                (problems.size() == 1 ? "" : "s") +
+                " loading the weights into vit's model: " + join(problems, "; ") +
+                qkv_bias_hint(model->config(), state) + registers_hint(model->config(), state));
   }
   torch::NoGradGuard no_grad;
   for (const auto& p : params)

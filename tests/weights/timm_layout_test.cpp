@@ -139,18 +139,49 @@ TEST_F(WeightsTest, RejectsTimmLayersOurArchitectureLacksEvenWhenTheyLookNeutral
   state_["fc_norm.bias"] = torch::zeros({32});
   state_["blocks.0.attn.q_norm.weight"] = torch::ones({8});
   state_["blocks.1.attn.q_norm.weight"] = torch::ones({8});
-  state_["reg_token"] = torch::zeros({1, 4, 32});
   VisionTransformer model = seeded_model(config_.model, /*seed=*/1);
   EXPECT_EQ(load_error(model, state_),
-            "w.safetensors: 4 problems loading the weights into vit's model: "
+            "w.safetensors: 3 problems loading the weights into vit's model: "
             "timm layer 'norm_pre' is not part of vit's architecture: a LayerNorm before the "
             "blocks (timm pre_norm=True, as in CLIP); "
             "timm layer 'fc_norm' is not part of vit's architecture: a LayerNorm after pooling in "
             "place of 'norm' (timm fc_norm); "
-            "timm layer 'reg_token' is not part of vit's architecture: register tokens (timm "
-            "reg_tokens > 0); "
             "timm layer 'blocks.*.attn.q_norm' (in 2 blocks) is not part of vit's architecture: a "
             "LayerNorm on the queries (timm qk_norm=True)");
+}
+
+// timm's register models: reg_token (1, R, D) and a pos_embed of the patches
+// alone. They load into a model with as many registers, with the same
+// outputs; into one without, the error names both tensors and the setting.
+TEST_F(WeightsTest, RegistersLoadIntoAModelWithAsManyAndOtherwiseNameTheSetting) {
+  Config with_registers = config_;
+  with_registers.model.registers = 4;
+  VisionTransformer original = seeded_model(with_registers.model, /*seed=*/0);
+  const TensorMap state = state_tensors(original);
+  ASSERT_EQ(state.count("reg_token"), 1u);
+  EXPECT_EQ(state.at("reg_token").sizes(), torch::IntArrayRef({1, 4, 32}));
+  EXPECT_EQ(state.at("pos_embed").sizes(), torch::IntArrayRef({1, 16, 32}));  // 4x4 patches
+  VisionTransformer fresh = seeded_model(with_registers.model, /*seed=*/1);
+  load_weights(fresh, state, "reg.safetensors");
+  torch::NoGradGuard no_grad;
+  original->eval();
+  fresh->eval();
+  const auto images = fixed_images();
+  EXPECT_TRUE(torch::equal(original->forward(images), fresh->forward(images)));
+
+  VisionTransformer plain = seeded_model(config_.model, /*seed=*/1);
+  EXPECT_EQ(load_error(plain, state),
+            "w.safetensors: 2 problems loading the weights into vit's model: "
+            "pos_embed: expected [1, 17, 32], file has [1, 16, 32]; "
+            "unexpected key 'reg_token' (shape [1, 4, 32]) "
+            "(the file has 4 register tokens: the config needs model.registers=4)");
+  Config two = config_;
+  two.model.registers = 2;
+  VisionTransformer fewer = seeded_model(two.model, /*seed=*/1);
+  EXPECT_EQ(load_error(fewer, state),
+            "w.safetensors: 1 problem loading the weights into vit's model: "
+            "reg_token: expected [1, 2, 32], file has [1, 4, 32] "
+            "(the file has 4 register tokens: the config needs model.registers=4)");
 }
 
 TEST_F(WeightsTest, AcceptsLayerScaleOfOnesAndRejectsAnyOtherGamma) {

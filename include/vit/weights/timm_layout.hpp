@@ -23,7 +23,7 @@ struct LoadReport {
 // vit::Error, opened by `source_name`, lists every missing key, unexpected
 // key, shape mismatch (`blocks.3.attn.qkv.weight: expected [768, 256], file
 // has [384, 128]`), non-float tensor and timm layer our architecture lacks
-// (norm_pre, fc_norm, reg_token, dist_token, attn_pool, q_norm/k_norm,
+// (norm_pre, fc_norm, dist_token, attn_pool, q_norm/k_norm,
 // LayerScale with gamma != 1, ...). Parameter-free timm layers such as
 // head_drop never appear in a state dict and need nothing.
 LoadReport load_weights(VisionTransformer& model, const TensorMap& state,
