@@ -45,12 +45,16 @@ class AblationEdit : public BlockVisitor {
 ResidualStream residual_stream(VisionTransformer& model, const at::Tensor& inputs,
                                bool with_heads) {
   torch::NoGradGuard no_grad;
+  return stream_from(model, model->embed(inputs.to(torch::kFloat)), with_heads);  // (B, N, D)
+}
+
+ResidualStream stream_from(VisionTransformer& model, const at::Tensor& embedded, bool with_heads) {
   ResidualStream stream;
   StreamRecorder recorder(stream, with_heads);
-  stream.layers.push_back(model->embed(inputs.to(torch::kFloat)));  // (B, N, D)
+  stream.layers.push_back(embedded);
   BlockPass pass;
   pass.visitor = &recorder;
-  model->forward_blocks(stream.layers.front(), pass);
+  model->forward_blocks(embedded, pass);
   return stream;
 }
 

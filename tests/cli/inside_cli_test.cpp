@@ -74,9 +74,9 @@ class InsideEndToEnd : public ::testing::Test {
 
 TEST_F(InsideEndToEnd, LensReadsEveryLayerOfTheSamples) {
   const auto j = analyse("lens", "lens", {"--samples", "8"});
-  EXPECT_EQ(keys_of(j), (std::set<std::string>{"pool", "layers", "samples", "logits", "accuracy",
-                                               "agreement", "token_norms", "registers",
-                                               "register_norms"}));
+  EXPECT_EQ(keys_of(j),
+            (std::set<std::string>{"pool", "layers", "samples", "logits", "accuracy", "agreement",
+                                   "token_norms", "registers", "register_norms"}));
   EXPECT_EQ(j["registers"], 0);
   EXPECT_TRUE(j["register_norms"].is_null());
   EXPECT_EQ(j["pool"], "mean");
@@ -122,6 +122,62 @@ TEST_F(InsideEndToEnd, AblateListsEveryHeadAndBranch) {
     EXPECT_EQ(keys_of(j["heads"][1][1]), (std::set<std::string>{"loss", "accuracy"}));
     EXPECT_EQ(j["attention"].size(), 2u);
     EXPECT_EQ(j["mlp"].size(), 2u);
+  }
+}
+
+TEST_F(InsideEndToEnd, PatchMeasuresEveryPositionAndHeadOnValidationPairs) {
+  const auto both = analyse("patch", "patch", {"--pairs", "3", "--method", "both"});
+  EXPECT_EQ(keys_of(both), (std::set<std::string>{"pairs", "mode", "residual", "heads",
+                                                  "attribution", "correlation"}));
+  EXPECT_EQ(both["pairs"], 3);
+  EXPECT_EQ(both["mode"], "both");
+  ASSERT_EQ(both["residual"].size(), 3u);  // depth 2: layers 0, 1, 2
+  const auto& last = both["residual"][2];
+  ASSERT_GT(last.size(), 1u);
+  // The head reads the mean of the patches: after the last block their
+  // effects add up to the whole difference, and the class token's is none.
+  double patches = 0;
+  for (size_t t = 1; t < last.size(); ++t)
+    patches += last[t].get<double>();
+  EXPECT_NEAR(patches, 1.0, 1e-4);
+  EXPECT_NEAR(last[0].get<double>(), 0.0, 1e-4);  // fp32 rounding, over a small span
+  ASSERT_EQ(both["heads"].size(), 2u);
+  EXPECT_EQ(both["heads"][0].size(), 2u);
+  EXPECT_EQ(keys_of(both["attribution"]), (std::set<std::string>{"residual", "heads"}));
+  EXPECT_EQ(both["attribution"]["residual"].size(), 3u);
+  EXPECT_EQ(both["attribution"]["residual"][0].size(), last.size());
+  EXPECT_EQ(both["attribution"]["heads"].size(), 2u);
+  EXPECT_TRUE(both["correlation"].is_number());
+  // One method alone: the other's keys are null, and the pairs are the same.
+  const auto real = analyse("patch", "patch-activation", {"--pairs", "3"});
+  EXPECT_EQ(real["mode"], "activation");
+  EXPECT_EQ(real["residual"], both["residual"]);
+  EXPECT_TRUE(real["attribution"]["residual"].is_null());
+  EXPECT_TRUE(real["attribution"]["heads"].is_null());
+  EXPECT_TRUE(real["correlation"].is_null());
+  const auto estimate =
+      analyse("patch", "patch-attribution", {"--pairs", "3", "--method", "attribution"});
+  EXPECT_TRUE(estimate["residual"].is_null());
+  EXPECT_EQ(estimate["attribution"], both["attribution"]);
+}
+
+TEST_F(InsideEndToEnd, PatchOfTwoImagesNeedsTwoPredictions) {
+  const auto image = dir_ / "one.png";
+  io::write_png(image, torch::full({3, 16, 16}, 128, torch::kUInt8));
+  const std::string error =
+      failure({"patch", "--clean", image.string(), "--corrupt", image.string()});
+  EXPECT_NE(error.find("for both --clean and --corrupt; patching needs two different "
+                       "predictions"),
+            std::string::npos)
+      << error;
+  for (const std::vector<std::string> args :
+       {std::vector<std::string>{"patch", "--clean", image.string()},
+        {"patch", "--pairs", "0"},
+        {"patch", "--pairs", "2", "--clean", image.string(), "--corrupt", image.string()},
+        {"patch", "--method", "gradient"}}) {
+    Cli cli;
+    register_all_commands(cli);
+    EXPECT_THROW(cli.parse(args), CLI::ParseError) << args.back();
   }
 }
 

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include "analyses/cmd_ablate.hpp"
+#include "analyses/cmd_patch.hpp"
 #include "analyses/cmd_attention.hpp"
 #include "analyses/cmd_attn_distance.hpp"
 #include "analyses/cmd_cka.hpp"
@@ -39,6 +40,7 @@ void register_all_commands(Cli& cli) {
   register_lens(cli);
   register_probe(cli);
   register_ablate(cli);
+  register_patch(cli);
   register_cka(cli);
   register_faithfulness(cli);
   register_report(cli);

@@ -27,6 +27,12 @@ struct ResidualStream {
 ResidualStream residual_stream(VisionTransformer& model, const at::Tensor& inputs,
                                bool with_heads = false);
 
+// The same from layer 0 given (B,N,D), in the current grad mode: with
+// gradients on, every layer and head output is part of the graph (attribution
+// patching differentiates through them).
+ResidualStream stream_from(VisionTransformer& model, const at::Tensor& embedded,
+                           bool with_heads = false);
+
 // What an ablation changes in one block.
 struct BlockAblation {
   explicit BlockAblation(int64_t block, int64_t head = -1) : block(block), head(head) {}
