@@ -1,0 +1,77 @@
+#pragma once
+// A sparse autoencoder on one layer's residual stream: the features a layer
+// holds (Bricken et al., 2023; ViT-Prisma's SAE suite). A TopK SAE (Gao et
+// al., 2024) or a ReLU SAE with an L1 penalty, trained on patch tokens:
+//   z = act(W_enc^T (x - b_dec) + b_enc),  x_hat = W_dec^T z + b_dec,
+// act = ReLU of the k largest pre-activations (TopK), or ReLU. Each feature's
+// decoder row is kept at unit norm, so z carries the feature's size.
+//
+// Shape key: n tokens, D width, F features, B images, P patches, K classes.
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "vit/analysis/image_batches.hpp"
+#include "vit/model/vision_transformer.hpp"
+
+namespace vit {
+
+struct SparseAutoencoder {
+  at::Tensor W_enc, b_enc, W_dec, b_dec;  // float (D, F), (F), (F, D), (D)
+  int64_t k = 32;                         // TopK's k; 0: ReLU (with an L1 penalty in training)
+
+  // Random unit decoder rows (seeded), the encoder their transpose, zero
+  // biases. Throws vit::Error for width or features < 1, or k > features.
+  static SparseAutoencoder random(int64_t width, int64_t features, int64_t k, uint64_t seed);
+  at::Tensor encode(const at::Tensor& x) const;  // (n, D) -> (n, F), >= 0
+  at::Tensor decode(const at::Tensor& z) const;  // (n, F) -> (n, D)
+  int64_t width() const { return W_enc.size(0); }
+  int64_t features() const { return W_enc.size(1); }
+};
+
+struct SaeTraining {
+  int64_t epochs = 10;
+  int64_t batch = 1024;  // tokens per Adam step
+  double lr = 1e-3;
+  double l1 = 0.0;  // the ReLU SAE's penalty on the mean sum of z (k = 0)
+  // Features that fired on none of an epoch's tokens are resampled at its end
+  // (not after the last): decoder row and encoder column along the worst
+  // reconstructed tokens' residuals, encoder bias 0 (Bricken et al.), and
+  // Adam starts afresh.
+  bool resample_dead = true;
+  uint64_t seed = 0;  // the token order and the resampled tokens
+};
+
+struct SaeTrainingReport {
+  int64_t steps = 0;
+  int64_t resampled = 0;             // features, over all epochs
+  std::vector<double> epoch_losses;  // the mean training loss of each epoch
+};
+
+// Trains `sae` on `tokens` (n, D) float, on their device: b_dec starts at
+// their mean. Throws vit::Error for tokens of another width or no tokens.
+SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
+                            const SaeTraining& training);
+
+struct SaeQuality {
+  double explained_variance = 0;  // 1 - sum ||x - x_hat||^2 / sum ||x - mean(x)||^2
+  double l0 = 0;                  // features firing per token, on average
+  double dead_fraction = 0;       // features that fire on none of the tokens
+};
+SaeQuality sae_quality(const SparseAutoencoder& sae, const at::Tensor& tokens);
+
+// Layer `layer`'s patch tokens (0: the embeddings, l: after block l) of every
+// image, (n * P, D) float on the CPU. Without gradients.
+at::Tensor layer_patch_tokens(VisionTransformer& model, int64_t layer, const ImageBatches& images);
+
+// The model's mean cross-entropy against `labels` (n) as it is, with layer
+// `layer`'s patch tokens replaced by the SAE's reconstruction (spliced), and
+// by zeros; recovered = (zero_ablated - spliced) / (zero_ablated - clean).
+struct SplicedLosses {
+  double clean = 0, spliced = 0, zero_ablated = 0, recovered = 0;
+};
+SplicedLosses spliced_losses(VisionTransformer& model, const SparseAutoencoder& sae, int64_t layer,
+                             const ImageBatches& images, const at::Tensor& labels);
+
+}  // namespace vit
