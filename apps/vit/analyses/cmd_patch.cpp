@@ -138,6 +138,9 @@ std::string token_name(int64_t t, const ModelConfig& m) {
   return std::to_string(p / m.grid()) + "," + std::to_string(p % m.grid());
 }
 
+// Residual rows by layer (0 the embeddings, l after block l) and token; head
+// rows by block and head, both counted from 1 as in the picture (and in
+// `vit ablate`); patch.json's arrays count from 0.
 std::string patch_csv(const PatchingResult& r, const ModelConfig& m) {
   std::string csv = "part,layer,index,name,activation,attribution\n";
   const auto value = [](const at::Tensor& t, int64_t a, int64_t b) {
@@ -151,8 +154,8 @@ std::string patch_csv(const PatchingResult& r, const ModelConfig& m) {
   const auto& heads = r.heads.defined() ? r.heads : r.attribution_heads;
   for (int64_t l = 0; l < heads.size(0); ++l)
     for (int64_t h = 0; h < heads.size(1); ++h)
-      csv += fmt::format("head,{},{},\"head {}\",{},{}\n", l, h, h + 1, value(r.heads, l, h),
-                         value(r.attribution_heads, l, h));
+      csv += fmt::format("head,{},{},\"block {} head {}\",{},{}\n", l + 1, h + 1, l + 1, h + 1,
+                         value(r.heads, l, h), value(r.attribution_heads, l, h));
   return csv;
 }
 
@@ -206,7 +209,7 @@ at::Tensor patch_plot(const PatchingResult& r, const PatchPairs& pairs, const Mo
   options.high = std::max(1.0, heads.max().item<double>());
   std::vector<std::string> rows, columns;
   for (int64_t l = 0; l < heads.size(0); ++l)
-    rows.push_back(std::to_string(l));
+    rows.push_back(std::to_string(l + 1));
   for (int64_t h = 0; h < heads.size(1); ++h)
     columns.push_back(std::to_string(h + 1));
   const auto bottom = io::render_matrix(heads, rows, columns, options);
