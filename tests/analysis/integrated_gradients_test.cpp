@@ -46,7 +46,9 @@ TEST(GaussLegendre, IsExactForPolynomialsUpToDegree2nMinus1) {
       total += rule.weights[i];
       EXPECT_GT(rule.points[i], 0.0);
       EXPECT_LT(rule.points[i], 1.0);
-      if (i > 0) EXPECT_GT(rule.points[i], rule.points[i - 1]);
+      if (i > 0) {
+        EXPECT_GT(rule.points[i], rule.points[i - 1]);
+      }
     }
     EXPECT_NEAR(total, 1.0, 1e-13) << n;
     const auto integral = [&](int64_t k) {
@@ -57,7 +59,9 @@ TEST(GaussLegendre, IsExactForPolynomialsUpToDegree2nMinus1) {
     };
     for (int64_t k = 0; k < std::min<int64_t>(2 * n, 40); ++k)
       EXPECT_NEAR(integral(k), 1.0 / double(k + 1), 1e-13) << n << " points, t^" << k;
-    if (n == 4) EXPECT_NEAR(integral(8) - 1.0 / 9.0, -2.2675736961533e-05, 1e-12);  // numpy's too
+    if (n == 4) {
+      EXPECT_NEAR(integral(8) - 1.0 / 9.0, -2.2675736961533e-05, 1e-12);  // numpy's too
+    }
   }
 }
 

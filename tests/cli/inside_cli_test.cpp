@@ -139,8 +139,11 @@ TEST_F(InsideEndToEnd, PatchMeasuresEveryPositionAndHeadOnValidationPairs) {
   double patches = 0;
   for (size_t t = 1; t < last.size(); ++t)
     patches += last[t].get<double>();
-  EXPECT_NEAR(patches, 1.0, 1e-4);
-  EXPECT_NEAR(last[0].get<double>(), 0.0, 1e-4);  // fp32 rounding, over a small span
+  // To fp32 rounding, which the normalisation magnifies: on this barely
+  // trained model a pair's clean and corrupt logit differences lie close, and
+  // single effects reach about 30.
+  EXPECT_NEAR(patches, 1.0, 2e-3);
+  EXPECT_NEAR(last[0].get<double>(), 0.0, 2e-3);
   ASSERT_EQ(both["heads"].size(), 2u);
   EXPECT_EQ(both["heads"][0].size(), 2u);
   EXPECT_EQ(keys_of(both["attribution"]), (std::set<std::string>{"residual", "heads"}));
