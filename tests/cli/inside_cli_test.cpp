@@ -173,7 +173,7 @@ TEST_F(InsideEndToEnd, PatchOfTwoImagesNeedsTwoPredictions) {
                        "predictions"),
             std::string::npos)
       << error;
-  for (const std::vector<std::string> args :
+  for (const std::vector<std::string>& args :
        {std::vector<std::string>{"patch", "--clean", image.string()},
         {"patch", "--pairs", "0"},
         {"patch", "--pairs", "2", "--clean", image.string(), "--corrupt", image.string()},
