@@ -70,13 +70,6 @@ Pairs prepare(VisionTransformer& model, const at::Tensor& clean, const at::Tenso
   return p;
 }
 
-// The logits (B, K) from layer `layer`'s stream `stream` to the end.
-at::Tensor logits_from(VisionTransformer& model, const at::Tensor& stream, int64_t layer) {
-  torch::NoGradGuard no_grad;
-  if (layer == model->config().depth) return model->forward_head(stream);
-  return logits_after(model, stream, BlockAblation(layer));
-}
-
 // (L+1, T): each token of each layer patched alone. For one layer, a chunk of
 // tokens goes as one batch of (chunk x n) streams.
 at::Tensor residual_effects(VisionTransformer& model, const Pairs& p) {
@@ -94,8 +87,9 @@ at::Tensor residual_effects(VisionTransformer& model, const Pairs& p) {
         batch.narrow(0, i * n, n)
             .select(1, first + i)
             .copy_(p.clean.layers[l].select(1, first + i));
-      const auto m = metric(logits_from(model, batch, l), p.c.repeat({count}), p.k.repeat({count}))
-                         .view({count, n});
+      const auto m =
+          metric(logits_from_layer(model, batch, l), p.c.repeat({count}), p.k.repeat({count}))
+              .view({count, n});
       effects[l].narrow(0, first, count).copy_(((m - p.m_corrupt) / p.span).mean(1));
     }
   }

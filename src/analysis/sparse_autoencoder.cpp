@@ -63,12 +63,6 @@ void resample(SparseAutoencoder& sae, const at::Tensor& tokens, const at::Tensor
   sae.b_enc.index_fill_(0, features, 0.0);
 }
 
-// The logits (B, K) of the stream `tokens` (B, N, D) at layer `layer` run to the end.
-at::Tensor logits_from_layer(VisionTransformer& model, const at::Tensor& tokens, int64_t layer) {
-  if (layer == model->config().depth) return model->forward_head(tokens);
-  return logits_after(model, tokens, BlockAblation(layer));
-}
-
 double cross_entropy_sum(const at::Tensor& logits, const at::Tensor& labels) {
   return torch::nn::functional::cross_entropy(
              logits.to(torch::kDouble), labels,

@@ -130,6 +130,34 @@ TEST_F(PretrainedTest, AnotherImageSizeResizesThePositionEmbedding) {
   EXPECT_TRUE(report.reinitialised.empty());
 }
 
+// A register model's pos_embed has no class-token row: it resizes as the
+// patches' grid alone, and a layout that differs (registers on one side
+// only) is reinitialised, never reshaped into the other.
+TEST_F(PretrainedTest, RegisterModelsResizeThePatchPositionsAloneAndOtherLayoutsReinitialise) {
+  Config registers = config_;
+  registers.model.registers = 2;
+  auto source = seeded_model(registers.model, /*seed=*/0);
+  Config larger = registers;
+  larger.model.image_size = 32;  // g = 8
+  auto model = seeded_model(larger.model, /*seed=*/7);
+  auto report = init_from_pretrained(model, state_tensors(source), "w.safetensors");
+  EXPECT_TRUE(torch::equal(model->pos_embed, resize_pos_embed(source->pos_embed, 8, 0)));
+  EXPECT_TRUE(torch::equal(model->reg_token, source->reg_token));
+  EXPECT_EQ(report.adapted,
+            (std::vector<std::string>{"pos_embed: [1, 16, 32] -> [1, 64, 32] (grid 4x4 -> 8x8, "
+                                      "2-D bicubic interpolation)"}));
+  EXPECT_TRUE(report.reinitialised.empty());
+
+  auto plain = seeded_model(config_.model, /*seed=*/7);
+  const auto before = plain->pos_embed.clone();
+  report = init_from_pretrained(plain, state_tensors(source), "w.safetensors");
+  EXPECT_TRUE(torch::equal(plain->pos_embed, before));
+  EXPECT_EQ(report.reinitialised,
+            (std::vector<std::string>{"pos_embed [1, 17, 32] (the file's is [1, 16, 32]; "
+                                      "initialised as from scratch)"}));
+  EXPECT_EQ(report.unused, (std::vector<std::string>{"reg_token [1, 2, 32]"}));
+}
+
 TEST_F(PretrainedTest, AnotherPatchSizeResizesTheKernelSoUpsampledPatchesGiveTheSameTokens) {
   auto source = pretrained();
   Config target = config_;

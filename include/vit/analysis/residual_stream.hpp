@@ -48,4 +48,10 @@ struct BlockAblation {
 at::Tensor logits_after(VisionTransformer& model, const at::Tensor& before,
                         const BlockAblation& ablation);
 
+// The logits (B,K) of layer `layer`'s stream (B,N,D), a layer of
+// ResidualStream (0..L), run on unchanged to the end: through blocks layer..L-1
+// and the head, or the head alone for layer L. Without gradients. What
+// patching and splicing run after replacing part of a layer.
+at::Tensor logits_from_layer(VisionTransformer& model, const at::Tensor& stream, int64_t layer);
+
 }  // namespace vit
