@@ -107,7 +107,7 @@ SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
   const auto device = x_all.device();
   for (auto* t : {&sae.W_enc, &sae.b_enc, &sae.W_dec, &sae.b_dec})
     *t = t->detach().to(device).requires_grad_(true);
-  {
+  if (training.centre_decoder_bias) {
     torch::NoGradGuard no_grad;
     sae.b_dec.copy_(x_all.mean(0));
   }
@@ -127,25 +127,28 @@ SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
     for (int64_t first = 0; first < n; first += batch) {
       const auto x = x_all.index_select(0, order.slice(0, first, std::min(n, first + batch)));
       const auto z = sae.encode(x);
-      auto loss = (x - sae.decode(z)).pow(2).sum(1).mean();
-      if (sae.k == 0 && training.l1 > 0) loss = loss + training.l1 * z.sum(1).mean();
+      const auto loss = (x - sae.decode(z)).pow(2).sum(1).mean() + training.l1 * z.sum(1).mean();
+      {
+        torch::NoGradGuard no_grad;
+        fired += z.gt(0).sum(0);
+      }
       optimizer->zero_grad();
       loss.backward();
       optimizer->step();
       normalize_decoder_rows(sae);
-      torch::NoGradGuard no_grad;
-      fired += z.gt(0).sum(0);
       loss_sum += loss.item<double>() * static_cast<double>(x.size(0));
       ++report.steps;
     }
     report.epoch_losses.push_back(loss_sum / static_cast<double>(n));
     const auto dead = fired.eq(0);
     const int64_t count = dead.sum().item<int64_t>();
-    if (training.resample_dead && count > 0 && epoch + 1 < training.epochs) {
+    const bool resampling = training.resample_dead && count > 0 && epoch + 1 < training.epochs;
+    if (resampling) {
       resample(sae, x_all, dead, engine);
       optimizer = adam();  // moments of the old directions would steer the new ones
       report.resampled += count;
     }
+    report.epoch_resampled.push_back(resampling ? count : 0);
   }
   for (auto* t : {&sae.W_enc, &sae.b_enc, &sae.W_dec, &sae.b_dec})
     *t = t->detach();
@@ -172,6 +175,7 @@ SaeQuality sae_quality(const SparseAutoencoder& sae, const at::Tensor& tokens) {
   SaeQuality q;
   q.explained_variance = spread > 0 ? 1.0 - error / spread : 0.0;
   q.l0 = firing / static_cast<double>(x_all.size(0));
+  q.frequency = fired.cpu().to(torch::kDouble) / static_cast<double>(x_all.size(0));
   q.dead_fraction = fired.eq(0).to(torch::kDouble).mean().item<double>();
   return q;
 }

@@ -9,22 +9,11 @@
 
 #include "../weights/small_model.hpp"
 #include "error_of.hpp"
+#include "image_batches_helper.hpp"
+#include "signed_basis_sae.hpp"
 
 namespace vit::sparse_autoencoder_test {
 namespace {
-
-// +e_i and -e_i for each axis: with k = width, TopK keeps each axis's positive
-// side and reconstructs any x exactly (z = |x_i| on the matching sign).
-SparseAutoencoder signed_basis(int64_t width) {
-  SparseAutoencoder sae;
-  sae.k = width;
-  const auto eye = torch::eye(width);
-  sae.W_dec = torch::cat({eye, -eye});  // (2D, D)
-  sae.W_enc = sae.W_dec.t().contiguous();
-  sae.b_enc = torch::zeros({2 * width});
-  sae.b_dec = torch::zeros({width});
-  return sae;
-}
 
 // Tokens made of 2 of 12 unit directions in 8 dimensions, with positive sizes.
 at::Tensor sparse_tokens(int64_t n) {
@@ -38,7 +27,7 @@ at::Tensor sparse_tokens(int64_t n) {
 }
 
 TEST(SparseAutoencoder, ASignedBasisReconstructsExactly) {
-  const auto sae = signed_basis(6);
+  const auto sae = testing::signed_basis(6);
   torch::manual_seed(2);
   const auto x = torch::randn({50, 6});
   EXPECT_TRUE(torch::allclose(sae.decode(sae.encode(x)), x, 1e-6, 1e-6));
@@ -46,6 +35,25 @@ TEST(SparseAutoencoder, ASignedBasisReconstructsExactly) {
   EXPECT_NEAR(q.explained_variance, 1.0, 1e-9);
   EXPECT_NEAR(q.l0, 6.0, 1e-9);  // one side of each axis
   EXPECT_NEAR(q.dead_fraction, 0.0, 1e-12);
+  // Feature i fires where x_i > 0, feature D + i where x_i < 0.
+  const auto positive = x.gt(0).to(torch::kDouble).mean(0);
+  EXPECT_TRUE(torch::allclose(q.frequency, torch::cat({positive, 1 - positive}), 0, 1e-12));
+}
+
+TEST(SparseAutoencoder, TheDecoderBiasStartsAtTheTokensMeanUnlessAnSaeGoesOn) {
+  const auto tokens = sparse_tokens(512) + 3;
+  SaeTraining training;
+  training.epochs = 1;
+  training.batch = 512;
+  training.lr = 1e-6;  // one step that barely moves b_dec
+  auto fresh = SparseAutoencoder::random(8, 24, 2, 1);
+  train_sae(fresh, tokens, training);
+  EXPECT_TRUE(torch::allclose(fresh.b_dec, tokens.mean(0), 0, 1e-5));
+  auto going_on = SparseAutoencoder::random(8, 24, 2, 1);
+  going_on.b_dec.fill_(-7);
+  training.centre_decoder_bias = false;
+  train_sae(going_on, tokens, training);
+  EXPECT_TRUE(torch::allclose(going_on.b_dec, torch::full({8}, -7.0), 0, 1e-5));
 }
 
 TEST(SparseAutoencoder, TopKLearnsASparseDictionaryWithKFeaturesAToken) {
@@ -93,6 +101,10 @@ TEST(SparseAutoencoder, DeadFeaturesAreResampledAndFireAgain) {
   training.batch = 256;
   const auto report = train_sae(sae, tokens, training);
   EXPECT_GE(report.resampled, 6);
+  ASSERT_EQ(report.epoch_resampled.size(), 3u);
+  EXPECT_GE(report.epoch_resampled[0], 6);
+  EXPECT_EQ(report.epoch_resampled[2], 0);  // never after the last epoch
+  EXPECT_EQ(report.epoch_resampled[0] + report.epoch_resampled[1], report.resampled);
   EXPECT_EQ(sae.b_enc.slice(0, 0, 6).lt(-50).sum().item<int64_t>(), 0);
   SaeTraining keep = training;
   keep.resample_dead = false;
@@ -102,36 +114,29 @@ TEST(SparseAutoencoder, DeadFeaturesAreResampledAndFireAgain) {
   EXPECT_GE(sae_quality(unresampled, tokens).dead_fraction, 6.0 / 24);
 }
 
-ImageBatches batches_of(const at::Tensor& images) {
-  ImageBatches b;
-  b.count = images.size(0);
-  b.batch_size = 2;
-  b.batch = [images](int64_t first, int64_t size) { return images.slice(0, first, first + size); };
-  return b;
-}
-
 TEST(SparseAutoencoder, SplicingAPerfectReconstructionRecoversAllOfTheLossAndZerosNone) {
   ModelConfig m = testing::small_config().model;
   m.registers = 2;
   m.pool = Pool::kMean;
   VisionTransformer model = testing::seeded_model(m, 7);
   torch::manual_seed(8);
-  const auto images = batches_of(torch::randn({5, 3, 16, 16}));
+  const auto images = testing::batches_of(torch::randn({5, 3, 16, 16}), 2);
   const auto labels = torch::tensor({0, 1, 2, 3, 4});
   const auto tokens = layer_patch_tokens(model, 1, images);
   EXPECT_EQ(tokens.sizes(), torch::IntArrayRef({5 * 16, 32}));  // patches only
-  const auto perfect = spliced_losses(model, signed_basis(32), 1, images, labels);
+  const auto perfect = spliced_losses(model, testing::signed_basis(32), 1, images, labels);
   EXPECT_NEAR(perfect.spliced, perfect.clean, 1e-5);
   EXPECT_NEAR(perfect.recovered, 1.0, 1e-4);
   EXPECT_GT(std::abs(perfect.zero_ablated - perfect.clean), 1e-3);
-  auto nothing = signed_basis(32);
+  auto nothing = testing::signed_basis(32);
   nothing.W_dec.zero_();
   const auto none = spliced_losses(model, nothing, 1, images, labels);
   EXPECT_NEAR(none.spliced, none.zero_ablated, 1e-9);
   EXPECT_NEAR(none.recovered, 0.0, 1e-9);
   EXPECT_NEAR(none.clean, perfect.clean, 1e-12);
   // After the last block too (the head reads the spliced tokens directly).
-  EXPECT_NEAR(spliced_losses(model, signed_basis(32), 2, images, labels).recovered, 1.0, 1e-4);
+  EXPECT_NEAR(spliced_losses(model, testing::signed_basis(32), 2, images, labels).recovered, 1.0,
+              1e-4);
   EXPECT_NE(testing::error_of([&] {
               layer_patch_tokens(model, 3, images);
             }).find("layer 3, expected 0..2"),

@@ -41,16 +41,19 @@ struct SaeTraining {
   // Adam starts afresh.
   bool resample_dead = true;
   uint64_t seed = 0;  // the token order and the resampled tokens
+  // b_dec starts at the tokens' mean; off to go on from an SAE's own b_dec.
+  bool centre_decoder_bias = true;
 };
 
 struct SaeTrainingReport {
   int64_t steps = 0;
-  int64_t resampled = 0;             // features, over all epochs
-  std::vector<double> epoch_losses;  // the mean training loss of each epoch
+  int64_t resampled = 0;                 // features, over all epochs
+  std::vector<double> epoch_losses;      // the mean training loss of each epoch
+  std::vector<int64_t> epoch_resampled;  // the features resampled at each epoch's end
 };
 
-// Trains `sae` on `tokens` (n, D) float, on their device: b_dec starts at
-// their mean. Throws vit::Error for tokens of another width or no tokens.
+// Trains `sae` on `tokens` (n, D) float, on their device. Throws vit::Error for tokens of another
+// width or no tokens.
 SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
                             const SaeTraining& training);
 
@@ -58,6 +61,7 @@ struct SaeQuality {
   double explained_variance = 0;  // 1 - sum ||x - x_hat||^2 / sum ||x - mean(x)||^2
   double l0 = 0;                  // features firing per token, on average
   double dead_fraction = 0;       // features that fire on none of the tokens
+  at::Tensor frequency;           // double (F): the share of the tokens each feature fires on
 };
 SaeQuality sae_quality(const SparseAutoencoder& sae, const at::Tensor& tokens);
 
