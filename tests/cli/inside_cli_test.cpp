@@ -1,6 +1,6 @@
 // The layer-by-layer analyses end to end on a tiny trained checkpoint: vit
-// lens, probe, ablate, cka and faithfulness write exactly their documented
-// JSON keys, a CSV and a PNG, agree with the in-process analyses, and refuse
+// lens, probe, ablate, patch, cka, faithfulness and sae write exactly their
+// documented JSON keys, a CSV and a PNG, agree with the in-process analyses, and refuse
 // bad input with a one-line error.
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 
 #include "error_of.hpp"
 #include "trained_checkpoint.hpp"
+#include "vit/analysis/sae_file.hpp"
 #include "vit/io/image_io.hpp"
 
 namespace vit::cli {
@@ -182,6 +183,141 @@ TEST_F(InsideEndToEnd, PatchOfTwoImagesNeedsTwoPredictions) {
     register_all_commands(cli);
     EXPECT_THROW(cli.parse(args), CLI::ParseError) << args.back();
   }
+}
+
+TEST_F(InsideEndToEnd, SaeTrainsScoresAndShowsItsFeaturesAndTheReportBrowsesThem) {
+  const std::vector<std::string> common = {"--checkpoint", checkpoint_, "--threads", "1",
+                                           "--device",     "cpu",       "--quiet"};
+  const auto with_common = [&](std::vector<std::string> args) {
+    args.insert(args.end(), common.begin(), common.end());
+    return args;
+  };
+  ASSERT_EQ(run_vit(with_common({"sae", "train", "--layer", "1", "--features", "64", "--k", "4",
+                                 "--tokens", "512", "--epochs", "2", "--samples", "12"})),
+            0);
+  const fs::path sae = dir_ / "run" / "sae";  // the default: sae/ beside the checkpoint
+  const auto scores = read_json(sae / "sae.json");
+  EXPECT_EQ(keys_of(scores),
+            (std::set<std::string>{"layer", "features", "tokens", "explained_variance", "l0",
+                                   "dead_fraction", "ce_loss_clean", "ce_loss_spliced",
+                                   "ce_loss_zero_ablated", "ce_recovered"}));
+  EXPECT_EQ(scores["layer"], 1);
+  EXPECT_EQ(scores["features"], 64);
+  EXPECT_EQ(scores["tokens"], 512);  // 32 of the 80 training images, 16 patches each
+  EXPECT_LE(scores["explained_variance"].get<double>(), 1.0);
+  EXPECT_GT(scores["l0"].get<double>(), 0.0);
+  EXPECT_LE(scores["l0"].get<double>(), 4.0);
+  EXPECT_GE(scores["dead_fraction"].get<double>(), 0.0);
+  EXPECT_LE(scores["dead_fraction"].get<double>(), 1.0);
+  // The recovered share is what the three cross-entropies say.
+  const double clean = scores["ce_loss_clean"], spliced = scores["ce_loss_spliced"],
+               zeroed = scores["ce_loss_zero_ablated"];
+  EXPECT_NEAR(scores["ce_recovered"].get<double>(), (zeroed - spliced) / (zeroed - clean), 1e-9);
+  const SaeFile file = load_sae((sae / "sae.safetensors").string());
+  EXPECT_EQ(file.layer, 1);
+  EXPECT_EQ(file.sae.k, 4);
+  EXPECT_EQ(file.sae.W_dec.sizes(), (c10::IntArrayRef{64, 16}));
+  std::ifstream csv(sae / "sae.csv");
+  std::string line;
+  int lines = 0;
+  while (std::getline(csv, line))
+    ++lines;
+  EXPECT_EQ(lines, 3);  // the header and two epochs
+  EXPECT_TRUE(fs::exists(sae / "sae.png"));
+
+  ASSERT_EQ(
+      run_vit(with_common({"sae", "features", "--top", "3", "--examples", "2", "--samples", "12"})),
+      0);
+  const auto features = read_json(sae / "features.json");
+  EXPECT_EQ(keys_of(features),
+            (std::set<std::string>{"sae", "layer", "samples", "tokens", "frequency", "features"}));
+  EXPECT_EQ(features["samples"], 12);
+  EXPECT_EQ(features["tokens"], 12 * 16);
+  EXPECT_EQ(features["frequency"].size(), 64u);
+  ASSERT_EQ(features["features"].size(), 3u);
+  double previous = 1.0;
+  for (const auto& f : features["features"]) {
+    EXPECT_EQ(f["frequency"], features["frequency"][f["feature"].get<size_t>()]);
+    EXPECT_LE(f["frequency"].get<double>(), previous);
+    previous = f["frequency"];
+    EXPECT_TRUE(fs::exists(sae / f["png"].get<std::string>())) << f["png"];
+    ASSERT_GE(f["top"].size(), 1u);
+    EXPECT_LE(f["top"].size(), 2u);
+    EXPECT_EQ(keys_of(f["top"][0]),
+              (std::set<std::string>{"image", "label", "patch", "row", "column", "activation"}));
+    EXPECT_EQ(f["top"][0]["row"].get<int64_t>() * 4 + f["top"][0]["column"].get<int64_t>(),
+              f["top"][0]["patch"].get<int64_t>());
+  }
+  EXPECT_TRUE(fs::exists(sae / "features.csv"));
+
+  ASSERT_EQ(run_vit({"report", "--run", (dir_ / "run").string(), "--samples", "2", "--device",
+                     "cpu", "--threads", "1", "--quiet"}),
+            0);
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "report" / "sae-features" / "features.json"));
+  std::ifstream page(dir_ / "run" / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("Sparse autoencoder features"), std::string::npos);
+  EXPECT_NE(html.find("it recovers"), std::string::npos);  // sae.json's numbers
+}
+
+TEST_F(InsideEndToEnd, SaeRefusesBadInputWithOneLine) {
+  EXPECT_EQ(failure({"sae", "train", "--layer", "3"}),
+            "--layer 3: expected 0..2 (0 the embeddings, l the residual stream after block l)");
+  EXPECT_EQ(failure({"sae", "train", "--layer", "1", "--features", "8", "--k", "9"}),
+            "--k 9 is above the 8 features; expected 1..8");
+  EXPECT_EQ(failure({"sae", "train", "--layer", "1", "--l1", "-1"}),
+            "--l1 -1: expected a penalty > 0");
+  const fs::path narrow = dir_ / "narrow.safetensors";
+  save_sae(narrow.string(), {SparseAutoencoder::random(7, 14, 2, 0), 1, 0.0});
+  EXPECT_EQ(failure({"sae", "features", "--sae", narrow.string()}),
+            narrow.string() + ": a sparse autoencoder of width 7, but the model's width is 16");
+  EXPECT_EQ(failure({"sae", "train", "--layer", "1", "--init", narrow.string()}),
+            narrow.string() + ": a sparse autoencoder of width 7, but the model's width is 16");
+  const std::string missing = (dir_ / "none.safetensors").string();
+  EXPECT_EQ(failure({"sae", "features", "--sae", missing}),
+            missing + ": no such file; train one with vit sae train --layer L, or pass --sae FILE");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"sae"},
+        {"sae", "train"},
+        {"sae", "train", "--layer", "1", "--k", "0"},
+        {"sae", "train", "--layer", "1", "--k", "4", "--l1", "0.1"},
+        {"sae", "train", "--layer", "1", "--tokens", "0"},
+        {"sae", "train", "--layer", "1", "--epochs", "0"},
+        {"sae", "features", "--top", "0"}}) {
+    Cli cli;
+    register_all_commands(cli);
+    EXPECT_THROW(cli.parse(args), CLI::ParseError) << args.size();
+  }
+}
+
+TEST_F(InsideEndToEnd, SaeTrainGoesOnFromAnSaeOfTheSameShape) {
+  const fs::path first = dir_ / "sae-first", second = dir_ / "sae-second";
+  const std::vector<std::string> base = {"sae",      "train", "--layer",   "2",        "--features",
+                                         "32",       "--k",   "2",         "--tokens", "256",
+                                         "--epochs", "1",     "--samples", "8"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--checkpoint", checkpoint_, "--out", first.string(), "--threads", "1",
+                           "--device", "cpu", "--quiet"});
+  ASSERT_EQ(run_vit(args), 0);
+  const std::string init = (first / "sae.safetensors").string();
+  EXPECT_EQ(failure({"sae", "train", "--layer", "1", "--init", init}),
+            "--init " + init + ": trained on layer 2, not --layer 1");
+  EXPECT_EQ(failure({"sae", "train", "--layer", "2", "--init", init, "--features", "64"}),
+            "--init " + init + " has 32 features, not --features 64");
+  EXPECT_EQ(failure({"sae", "train", "--layer", "2", "--init", init, "--l1", "0.5"}),
+            "--init " + init + " is a TopK SAE with k 2, not --l1's ReLU SAE");
+  args = {
+      "sae",   "train",         "--layer",   "2",         "--init",   init,           "--tokens",
+      "256",   "--epochs",      "1",         "--samples", "8",        "--checkpoint", checkpoint_,
+      "--out", second.string(), "--threads", "1",         "--device", "cpu",          "--quiet"};
+  ASSERT_EQ(run_vit(args), 0);
+  const SaeFile before = load_sae(init), after = load_sae((second / "sae.safetensors").string());
+  EXPECT_EQ(after.sae.k, 2);  // the file's, with no --k given
+  EXPECT_EQ(after.sae.features(), 32);
+  // Training went on from the first SAE's weights: one more epoch moved them a little.
+  const double moved = (after.sae.W_dec - before.sae.W_dec).abs().max().item<double>();
+  EXPECT_GT(moved, 0.0);
+  EXPECT_LT(moved, 0.05);
 }
 
 TEST_F(InsideEndToEnd, CkaOfOneModelAndOfTwoSeeds) {

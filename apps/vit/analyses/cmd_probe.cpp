@@ -32,20 +32,6 @@ struct ProbeScores {
   double model_val = 0;
 };
 
-// `wanted` training images, drawn with the seed, and their labels.
-std::pair<at::Tensor, at::Tensor> training_images(OpenedModel& opened, int64_t wanted,
-                                                  uint64_t seed) {
-  const data::Dataset& train = opened.images(data::SplitName::kTrain);
-  if (train.size() < 2)
-    throw Error("vit probe: the training split has " + std::to_string(train.size()) +
-                " images; the probes need at least 2");
-  if (wanted > train.size())
-    spdlog::warn("--train-samples {} but the training split has only {} images; using all {}",
-                 wanted, train.size(), train.size());
-  const auto index = torch::tensor(choose_samples(train.size(), wanted, seed), torch::kLong);
-  return {train.images.index_select(0, index), train.labels.index_select(0, index)};
-}
-
 std::string probe_csv(const ProbeScores& s) {
   std::string csv = "layer,train_accuracy,val_accuracy\n";
   for (size_t l = 0; l < s.val.size(); ++l)
@@ -80,7 +66,8 @@ nlohmann::json write_probe(OpenedModel& opened, const ProbeOptions& o) {
   const uint64_t seed = o.common.seed.value_or(config.seed);
   const AnalysisInputs val =
       choose_analysis_inputs({}, o.samples.value_or(kLayerSamples), seed, opened);
-  const auto [train_pixels, train_labels] = training_images(opened, o.train_samples, seed);
+  const auto [train_pixels, train_labels] =
+      choose_training_images(opened, o.train_samples, seed, "--train-samples", /*minimum=*/2);
   const int64_t batch = attention_batch_size(config.model);
   const auto train_features =
       pooled_layers(loaded.model, image_batches(train_pixels, config, opened.device, batch));

@@ -104,14 +104,22 @@ struct NewCommand {
   CLI::App* cmd;
 };
 
+// Under `parent` for a command of two words (`vit sae train`): the parent is a
+// plain CLI11 node that requires one of its subcommands.
 template <typename Options>
-NewCommand<Options> add_command(Cli& cli, const std::string& name, const std::string& description,
+NewCommand<Options> add_command(Cli& cli, CLI::App& parent, const std::string& name,
+                                const std::string& description,
                                 std::function<int(const Options&)> run) {
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = cli.app().add_subcommand(name, description);
+  CLI::App* cmd = parent.add_subcommand(name, description);
   add_common_options(*cmd, options->common);
   cli.add({cmd, [options, run] { return run(*options); }});
   return {options, cmd};
+}
+template <typename Options>
+NewCommand<Options> add_command(Cli& cli, const std::string& name, const std::string& description,
+                                std::function<int(const Options&)> run) {
+  return add_command<Options>(cli, cli.app(), name, description, std::move(run));
 }
 
 }  // namespace vit::cli

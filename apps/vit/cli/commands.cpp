@@ -11,6 +11,7 @@
 #include "analyses/cmd_pos_embed.hpp"
 #include "analyses/cmd_probe.hpp"
 #include "analyses/cmd_rollout.hpp"
+#include "analyses/cmd_sae.hpp"
 #include "analyses/cmd_saliency.hpp"
 #include "commands/cmd_config.hpp"
 #include "commands/cmd_data.hpp"
@@ -41,6 +42,7 @@ void register_all_commands(Cli& cli) {
   register_probe(cli);
   register_ablate(cli);
   register_patch(cli);
+  register_sae(cli);
   register_cka(cli);
   register_faithfulness(cli);
   register_report(cli);

@@ -98,6 +98,20 @@ AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, in
   return inputs;
 }
 
+std::pair<at::Tensor, at::Tensor> choose_training_images(OpenedModel& opened, int64_t wanted,
+                                                         uint64_t seed, const std::string& flag,
+                                                         int64_t minimum) {
+  const data::Dataset& train = opened.images(data::SplitName::kTrain);
+  if (train.size() < minimum)
+    throw Error("the training split has " + std::to_string(train.size()) + " images; at least " +
+                std::to_string(minimum) + " are needed");
+  if (wanted > train.size())
+    spdlog::warn("{} {} but the training split has only {} images; using all {}", flag, wanted,
+                 train.size(), train.size());
+  const auto index = torch::tensor(choose_samples(train.size(), wanted, seed), torch::kLong);
+  return {train.images.index_select(0, index), train.labels.index_select(0, index)};
+}
+
 int64_t attention_batch_size(const ModelConfig& model, int64_t budget_bytes) {
   const int64_t tokens = model.tokens();
   const int64_t per_image = model.depth * model.heads * tokens * tokens * int64_t{sizeof(float)};

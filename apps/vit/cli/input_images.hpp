@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -66,6 +67,14 @@ std::vector<int64_t> choose_samples(int64_t available, int64_t wanted, uint64_t 
 // split is empty.
 AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, int64_t samples,
                                       uint64_t seed, OpenedModel& opened);
+
+// `wanted` images of the training split (fewer, with a warning naming `flag`,
+// when it is smaller), drawn with `seed`, as uint8 pixels and int64 labels on
+// the CPU: what the probes and the sparse autoencoder learn from. Throws
+// vit::Error when the split has fewer than `minimum` images.
+std::pair<at::Tensor, at::Tensor> choose_training_images(OpenedModel& opened, int64_t wanted,
+                                                         uint64_t seed, const std::string& flag,
+                                                         int64_t minimum = 1);
 
 // Images per forward_with_attention batch: as many as keep the attention maps
 // of all layers, (L, H, N, N) float per image, within `budget_bytes`; 1 to 64.

@@ -2,12 +2,14 @@
 // run's best.pt and its dataset once, runs the analyses on them in process
 // (eval on the test split, rollout, attention distance, one image's attention,
 // position embeddings, filters, saliency, logit lens, probes, ablation, CKA,
-// faithfulness, and the snapshots across training when the run kept any), each writing its files
+// faithfulness, the snapshots across training when the run kept any, and the
+// features of the sparse autoencoder in RUN/sae/ when there is one), each writing its files
 // into RUN/report/ as its command would, then embeds their pictures and numbers in RUN/report.html.
 #include "report/cmd_report.hpp"
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
@@ -21,6 +23,7 @@
 #include "analyses/cmd_pos_embed.hpp"
 #include "analyses/cmd_probe.hpp"
 #include "analyses/cmd_rollout.hpp"
+#include "analyses/cmd_sae.hpp"
 #include "analyses/cmd_saliency.hpp"
 #include "cli/input_images.hpp"
 #include "commands/cmd_eval.hpp"
@@ -53,6 +56,21 @@ fs::path run_checkpoint(const fs::path& run) {
   throw Error((run / "best.pt").string() +
               ": missing; vit report needs a training run's folder (config.json, "
               "metrics.jsonl, best.pt)");
+}
+
+// sae.json as vit sae train wrote it; null when there is none.
+nlohmann::json sae_scores(const fs::path& path) {
+  if (!fs::is_regular_file(path)) return nullptr;
+  std::ifstream in(path);
+  const nlohmann::json scores = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const auto numeric = [&](const char* key) {
+    return scores.contains(key) && scores[key].is_number();
+  };
+  if (scores.is_discarded() || !scores.is_object() || !numeric("explained_variance") ||
+      !numeric("l0") || !numeric("dead_fraction") || !numeric("ce_loss_clean") ||
+      !numeric("ce_loss_spliced") || !numeric("ce_loss_zero_ablated") || !numeric("ce_recovered"))
+    throw Error(path.string() + ": not the sae.json vit sae train writes");
+  return scores;
 }
 
 // A command's options with the report's common flags and an output folder.
@@ -95,6 +113,13 @@ ReportNumbers run_analyses(const ReportOptions& o, const fs::path& run, OpenedMo
     const uint64_t seed = o.common.seed.value_or(opened.loaded.config.seed);
     numbers.snapshots =
         write_snapshot_analysis(opened, snapshots, assets.snapshots(), kLayerSamples, seed);
+  }
+  const fs::path sae = default_sae_file(opened.loaded);
+  if (fs::is_regular_file(sae)) {
+    auto features = analysis<SaeFeaturesOptions>(o, assets.sae_features());
+    features.sae = sae.string();
+    numbers.sae_features = write_sae_features(opened, features);
+    numbers.sae = sae_scores(sae.parent_path() / "sae.json");
   }
   return numbers;
 }

@@ -160,6 +160,44 @@ void snapshots_section(io::HtmlPage& page, const ReportAssets& assets, const jso
   add_image(page, assets.snapshots() / "snapshots.png", "lens accuracy and CKA over training");
 }
 
+// What vit sae train measured, when its sae.json is there.
+std::string sae_quality_text(const json& sae) {
+  if (sae.is_null()) return "";
+  return fmt::format(
+      " vit sae train scored it on validation images: it explains {} of the variance of the "
+      "layer's patch tokens with {:.1f} features a token on average ({} of the features never "
+      "fire there), and with its reconstruction spliced in place of the tokens the model's "
+      "cross-entropy is {:.3f} against {:.3f} intact and {:.3f} with the tokens zeroed: it "
+      "recovers {} of the loss.",
+      percent(sae["explained_variance"].get<double>()), sae["l0"].get<double>(),
+      percent(sae["dead_fraction"].get<double>()), sae["ce_loss_spliced"].get<double>(),
+      sae["ce_loss_clean"].get<double>(), sae["ce_loss_zero_ablated"].get<double>(),
+      percent(sae["ce_recovered"].get<double>()));
+}
+
+void sae_section(io::HtmlPage& page, const ReportAssets& assets, const json& sae,
+                 const json& features) {
+  page.section("Sparse autoencoder features", "sae");
+  const json& listed = features["features"];
+  page.paragraph(fmt::format(
+      "The run folder holds a sparse autoencoder (sae/sae.safetensors) on layer {}: it rewrites "
+      "each patch token of that layer as a sparse sum of {} learned directions, the features "
+      "(Bricken et al., 2023).{} Below, its {} most frequent features on {} validation images, "
+      "each with the images on which it fires most, its strongest patch outlined "
+      "(features.json lists them; vit sae features shows more).",
+      features["layer"].get<int64_t>(), features["frequency"].size(), sae_quality_text(sae),
+      listed.size(), features["samples"].get<int64_t>()));
+  std::vector<std::vector<std::string>> rows;
+  for (const json& f : listed)
+    rows.push_back({std::to_string(f["feature"].get<int64_t>()),
+                    percent(f["frequency"].get<double>()),
+                    fmt::format("{:.3g}", f["mean_activation"].get<double>())});
+  page.table({"feature", "fires on (patch tokens)", "mean activation where it fires"}, rows);
+  for (const json& f : listed)
+    add_image(page, assets.sae_features() / f["png"].get<std::string>(),
+              fmt::format("feature {}", f["feature"].get<int64_t>()));
+}
+
 }  // namespace
 
 void inside_sections(io::HtmlPage& page, const ReportAssets& assets, const ReportNumbers& numbers) {
@@ -169,6 +207,7 @@ void inside_sections(io::HtmlPage& page, const ReportAssets& assets, const Repor
   cka_section(page, assets, numbers.cka);
   faithfulness_section(page, assets, numbers.faithfulness);
   if (!numbers.snapshots.is_null()) snapshots_section(page, assets, numbers.snapshots);
+  if (!numbers.sae_features.is_null()) sae_section(page, assets, numbers.sae, numbers.sae_features);
 }
 
 }  // namespace vit::cli

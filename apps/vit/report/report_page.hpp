@@ -31,15 +31,19 @@ struct ReportAssets {
   std::filesystem::path cka() const { return root / "cka"; }
   std::filesystem::path faithfulness() const { return root / "faithfulness"; }
   std::filesystem::path snapshots() const { return root / "snapshots"; }
+  std::filesystem::path sae_features() const { return root / "sae-features"; }
 };
 
 // The JSON documents of the analyses whose numbers the page quotes, as the
 // commands wrote them (metrics.json, rollout.json, attn_distance.json,
 // filters.json, lens.json, probe.json, ablate.json, cka.json,
-// faithfulness.json, and snapshots.json when the run kept snapshots).
+// faithfulness.json, snapshots.json when the run kept snapshots, and when
+// the run folder holds an SAE (sae/sae.safetensors) its features.json and,
+// if vit sae train's sae.json is beside it, that).
 struct ReportNumbers {
   nlohmann::json eval, rollout, distance, filters;
   nlohmann::json lens, probe, ablate, cka, faithfulness, snapshots;
+  nlohmann::json sae, sae_features;
 };
 
 // The PNG at `png` as a figure of the page.
