@@ -134,6 +134,14 @@ TEST_F(PyCheck, FaithfulnessCurvesMatchPython) {
   run_script("check_faithfulness");
 }
 
+TEST_F(PyCheck, ActivationAndAttributionPatchingMatchPython) {
+  run_script("check_patch");
+}
+
+TEST_F(PyCheck, SparseAutoencoderStepAndScoresMatchPython) {
+  run_script("check_sae");
+}
+
 // The python of the environment with Captum that scripts/setup.sh
 // --python-check makes: $VIT_CAPTUM_VENV, or ~/.cache/vit/captum.
 std::string captum_python() {
