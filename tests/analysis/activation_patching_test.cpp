@@ -13,6 +13,7 @@
 
 #include "../weights/small_model.hpp"
 #include "error_of.hpp"
+#include "vit/analysis/residual_stream.hpp"
 
 namespace vit::activation_patching_test {
 namespace {
@@ -56,6 +57,33 @@ TEST(ActivationPatching, AfterTheLastBlockAMeanHeadSumsThePatchesAndIgnoresTheRe
   const auto last = r.residual[2];
   EXPECT_LT(last.slice(0, 0, 3).abs().max().item<double>(), 1e-6);  // class token, registers
   EXPECT_NEAR(last.slice(0, 3).sum().item<double>(), 1.0, 1e-4);    // the 16 patches together
+}
+
+// Patching rests on running a layer's stream on to the end: every position
+// of a layer copied from the clean run gives the clean logits (an effect of
+// exactly 1), and none copied gives the corrupt ones (0), at every layer.
+TEST(ActivationPatching, AWholeLayerPatchedIsTheCleanRunAndNothingPatchedTheCorrupt) {
+  auto model = model_of(Pool::kCls, 1);
+  const auto clean = images(1), corrupt = images(2);
+  torch::NoGradGuard no_grad;
+  const auto clean_logits = model->forward(clean), corrupt_logits = model->forward(corrupt);
+  const auto metric = [](const at::Tensor& logits) {
+    return logits.gather(1, kClean.unsqueeze(1)).squeeze(1) -
+           logits.gather(1, kCorrupt.unsqueeze(1)).squeeze(1);
+  };
+  const auto gap = metric(clean_logits) - metric(corrupt_logits);
+  const auto clean_stream = residual_stream(model, clean),
+             corrupt_stream = residual_stream(model, corrupt);
+  for (int64_t l = 0; l <= 2; ++l) {
+    const auto all = logits_from_layer(model, clean_stream.layers[static_cast<size_t>(l)], l);
+    const auto none = logits_from_layer(model, corrupt_stream.layers[static_cast<size_t>(l)], l);
+    EXPECT_TRUE(torch::allclose(all, clean_logits, 1e-5, 1e-5)) << "layer " << l;
+    EXPECT_TRUE(torch::allclose(none, corrupt_logits, 1e-5, 1e-5)) << "layer " << l;
+    const auto effect_all = (metric(all) - metric(corrupt_logits)) / gap;
+    const auto effect_none = (metric(none) - metric(corrupt_logits)) / gap;
+    EXPECT_TRUE(torch::allclose(effect_all, torch::ones({3}), 0, 1e-4)) << "layer " << l;
+    EXPECT_TRUE(torch::allclose(effect_none, torch::zeros({3}), 0, 1e-4)) << "layer " << l;
+  }
 }
 
 // Its error is second order: it falls with the size of the change (0.064 at

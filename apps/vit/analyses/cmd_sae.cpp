@@ -130,7 +130,7 @@ at::Tensor training_plot(const SaeTrainingReport& report, const SaeQuality& qual
   }
   io::Panel frequency =
       counting_panel(fmt::format("Firing frequency ({} dead, not shown)", dead),
-                     "feature, most frequent first", "log10 of the validation tokens it fires on");
+                     "feature, most frequent first", "log10 (share of validation tokens it fires on)");
   frequency.series.push_back({"", rank, log_frequency, io::SeriesStyle::kLine});
   frequency.legend = false;
   io::PlotOptions options;
