@@ -26,7 +26,6 @@ namespace vit::cli {
 namespace {
 
 constexpr char kFaithfulnessFolder[] = "faithfulness";
-constexpr int64_t kImagesPerPass = 16;  // images whose maps and curves are computed together
 
 namespace fs = std::filesystem;
 
@@ -104,7 +103,10 @@ nlohmann::json write_faithfulness(OpenedModel& opened, const FaithfulnessOptions
   const auto& methods = faithfulness_methods();
 
   std::map<FaithfulnessMethod, MethodCurves> curves;
-  image_batches(inputs.pixels, config, opened.device, kImagesPerPass)
+  // Images whose maps and curves are computed together: as many as hold their
+  // attention maps in the budget (64 on the demo), since integrated gradients
+  // and SmoothGrad run 32 and 25 passes a batch and small batches waste them.
+  image_batches(inputs.pixels, config, opened.device, attention_batch_size(config.model))
       .for_each([&](int64_t first, const at::Tensor& x) {
         at::Tensor classes;
         if (o.target_class) {
