@@ -2,8 +2,10 @@
 # Times the analyses on a finished run, for docs/benchmarks.md:
 # each analysis on 128 validation images (rollout, attention distance, the three
 # saliency methods), the image-free ones (filters, pos-embed, one image's
-# attention), the layer-by-layer ones (lens, probe, ablate, cka, faithfulness)
-# with their default sample counts, and `vit report` of the whole run. Wall time of the whole
+# attention), the layer-by-layer ones (lens, probe, ablate, cka, faithfulness),
+# integrated gradients, SmoothGrad, patching and the sparse autoencoder (on the
+# last-but-one layer, then its features) with their defaults, and `vit report`
+# of the whole run. Wall time of the whole
 # command, LibTorch start-up and the checkpoint load included.
 # Usage: scripts/bench/analyses.sh RUN_DIR
 # Env:   VIT=build/vit  THREADS=2  SAMPLES=128  OUT=/tmp/vit-bench-analyses
@@ -44,4 +46,13 @@ timed "attention (one image)" attention "${common[@]}" --out "$OUT/attention"
 for command in lens probe ablate cka faithfulness; do
   timed "$command (default samples)" "$command" "${common[@]}" --out "$OUT/$command"
 done
+for method in integrated-gradients smoothgrad; do
+  timed "saliency --method $method (defaults)" saliency "${common[@]}" --method "$method" \
+    --out "$OUT/saliency-$method"
+done
+timed "patch (defaults: 16 pairs, activation)" patch "${common[@]}" --out "$OUT/patch"
+layer=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["depth"] - 1)' \
+  "$run/config.json")
+timed "sae train --layer $layer (defaults)" sae train "${common[@]}" --layer "$layer" --out "$OUT/sae"
+timed "sae features (defaults)" sae features "${common[@]}" --sae "$OUT/sae/sae.safetensors"
 timed "report (whole run)" report --run "$run" --device cpu --threads "$THREADS" --quiet
