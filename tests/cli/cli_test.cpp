@@ -1,5 +1,8 @@
 #include "cli/cli.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "cli/commands.hpp"
@@ -73,13 +76,38 @@ TEST(Cli, ThreadsHaveAnUpperBound) {
   }
 }
 
+// A command's own subcommands, without CLI11's option groups (which are
+// subcommands to it).
+std::vector<const CLI::App*> commands_under(const CLI::App& app) {
+  std::vector<const CLI::App*> commands;
+  for (const auto* child : app.get_subcommands({}))
+    if (dynamic_cast<const CLI::Option_group*>(child) == nullptr) commands.push_back(child);
+  return commands;
+}
+
+// Every command has a description, and every one that runs (a command of two
+// words, `vit sae train`, under its parent) takes the common flags.
+void expect_help(const CLI::App& command, const std::string& name) {
+  EXPECT_FALSE(command.get_description().empty()) << name;
+  const auto children = commands_under(command);
+  if (children.empty()) {
+    EXPECT_NE(command.help().find("--device"), std::string::npos) << name;
+    return;
+  }
+  for (const auto* child : children)
+    expect_help(*child, name + " " + child->get_name());
+}
+
 TEST(Cli, EveryCommandHasHelp) {
   Cli cli;
   register_all_commands(cli);
-  for (const auto* sub : cli.app().get_subcommands({})) {
-    EXPECT_FALSE(sub->get_description().empty()) << sub->get_name();
-    EXPECT_NE(sub->help().find("--device"), std::string::npos) << sub->get_name();
-  }
+  const auto commands = commands_under(cli.app());
+  for (const auto* sub : commands)
+    expect_help(*sub, sub->get_name());
+  EXPECT_EQ(std::count_if(commands.begin(), commands.end(),
+                          [](const CLI::App* c) { return !commands_under(*c).empty(); }),
+            1)
+      << "only vit sae has subcommands";
 }
 
 }  // namespace

@@ -176,6 +176,7 @@ TEST_F(InsideEndToEnd, PatchOfTwoImagesNeedsTwoPredictions) {
       << error;
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"patch", "--clean", image.string()},
+        {"patch", "--clean", image.string(), "--corrupt", (dir_ / "missing.png").string()},
         {"patch", "--pairs", "0"},
         {"patch", "--pairs", "2", "--clean", image.string(), "--corrupt", image.string()},
         {"patch", "--method", "gradient"}}) {
