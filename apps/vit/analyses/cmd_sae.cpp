@@ -128,9 +128,9 @@ at::Tensor training_plot(const SaeTrainingReport& report, const SaeQuality& qual
     rank.push_back(static_cast<double>(i + 1));
     log_frequency.push_back(f > 0 ? std::log10(f) : std::nan(""));
   }
-  io::Panel frequency =
-      counting_panel(fmt::format("Firing frequency ({} dead, not shown)", dead),
-                     "feature, most frequent first", "log10 (share of validation tokens it fires on)");
+  io::Panel frequency = counting_panel(fmt::format("Firing frequency ({} dead, not shown)", dead),
+                                       "feature, most frequent first",
+                                       "log10 (share of validation tokens it fires on)");
   frequency.series.push_back({"", rank, log_frequency, io::SeriesStyle::kLine});
   frequency.legend = false;
   io::PlotOptions options;
