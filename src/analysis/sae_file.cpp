@@ -1,5 +1,7 @@
 #include "vit/analysis/sae_file.hpp"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -79,7 +81,12 @@ SaeFile load_sae(const std::string& path) {
   file.layer = integer_entry(contents.metadata, "layer", path);
   if (file.layer < 0) throw Error(path + ": layer " + std::to_string(file.layer));
   const auto l1 = contents.metadata.find("l1");
-  file.l1 = l1 == contents.metadata.end() ? 0.0 : std::strtod(l1->second.c_str(), nullptr);
+  if (l1 != contents.metadata.end()) {
+    char* end = nullptr;
+    file.l1 = std::strtod(l1->second.c_str(), &end);
+    if (l1->second.empty() || *end != '\0' || !(file.l1 >= 0))
+      throw Error(path + ": metadata 'l1' is '" + l1->second + "', expected a penalty >= 0");
+  }
   return file;
 }
 

@@ -88,6 +88,12 @@ TEST_F(SaeFileTest, WrongFilesAreOneLineErrors) {
   EXPECT_NE(error_with(tensors, word).find("metadata 'layer' is 'two', expected a whole number"),
             std::string::npos);
   EXPECT_EQ(error_with(tensors, word).find('\n'), std::string::npos);
+  StringMap penalty = metadata;
+  penalty["l1"] = "-0.5";
+  EXPECT_NE(error_with(tensors, penalty).find("metadata 'l1' is '-0.5', expected a penalty >= 0"),
+            std::string::npos);
+  penalty["l1"] = "0.5x";
+  EXPECT_NE(error_with(tensors, penalty).find("metadata 'l1' is '0.5x'"), std::string::npos);
 }
 
 }  // namespace
