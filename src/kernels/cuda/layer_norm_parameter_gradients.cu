@@ -1,10 +1,8 @@
 #include "layer_norm_parameter_gradients.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
+
+#include "half_vectors.cuh"
 
 namespace vit::cuda {
 namespace {
@@ -16,13 +14,6 @@ namespace {
 // result does not depend on timing.
 constexpr int kPairsPerBlock = 32;
 constexpr int kRowLanes = 8;
-
-__device__ inline float2 widen(__nv_bfloat162 v) {
-  return __bfloat1622float2(v);
-}
-__device__ inline float2 widen(__half2 v) {
-  return __half22float2(v);
-}
 
 template <typename Pair>
 __global__ void __launch_bounds__(kPairsPerBlock* kRowLanes)
@@ -36,8 +27,8 @@ __global__ void __launch_bounds__(kPairsPerBlock* kRowLanes)
   float4 sums = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // weight's two, bias's two
   if (pair < pairs) {
     for (int64_t r = first + threadIdx.y; r < last; r += kRowLanes) {
-      const float2 g = widen(dy[r * pairs + pair]);
-      const float2 v = widen(x[r * pairs + pair]);
+      const float2 g = Half<Pair>::widen(dy[r * pairs + pair]);
+      const float2 v = Half<Pair>::widen(x[r * pairs + pair]);
       const float mu = mean[r], s = rstd[r];
       sums.x += g.x * ((v.x - mu) * s);
       sums.y += g.y * ((v.y - mu) * s);
