@@ -39,6 +39,8 @@
 #              shapes with and without the graph, with their exit statuses
 #   test       every Cuda and Device test, each in a process of its own (as
 #              ctest runs them), JOBS (4) at a time, with its exit status
+#   test-own-gelu  the same with VIT_CUDA_GELU=own: the model's MLP through
+#              kernels/gpu_linear_gelu (unproven until a GPU session passes it)
 #   profile    the step's GPU kernels, grouped (scripts/bench/gpu_kernels.py), for
 #              each of PROFILE's rows (default p4d384/512; vits16/256 too, say)
 #   stream     ViT-S/16 on 300 streamed photographs (.carry/photos, from
@@ -359,6 +361,12 @@ gpu_tests() {
   return $failed
 }
 
+# The same tests with the model's MLP through kernels/gpu_linear_gelu (an
+# assignment before a function's name holds, exported, while it runs).
+gpu_tests_own_gelu() {
+  VIT_CUDA_GELU=own gpu_tests
+}
+
 bench() {
   nvidia-smi | tee "$LOGS/nvidia-smi.txt"
   # shellcheck disable=SC2086
@@ -459,11 +467,12 @@ while [ $# -gt 0 ]; do
       ;;
     diagnose) diagnose ;;
     test) step test gpu_tests ;;
+    test-own-gelu) step test-own-gelu gpu_tests_own_gelu ;;
     bench) step bench bench ;;
     config) step config config ;;
     stream) step stream stream ;;
     profile) step profile profile ;;
-    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench config profile stream)" >&2
+    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test test-own-gelu bench config profile stream)" >&2
        exit 2 ;;
   esac
 done

@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
+#include "kernel_operands.hpp"
 #include "vit/build_features.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/product_reductions.hpp"
@@ -21,30 +22,27 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-bool aligned_to_vectors(const torch::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-}
-
 // A tensor as the kernels read it: contiguous and 16-byte aligned (one that
 // is not, a copy); undefined stays undefined.
 torch::Tensor as_vectors(const torch::Tensor& t) {
-  if (!t.defined() || (t.is_contiguous() && aligned_to_vectors(t))) return t;
+  if (!t.defined() || (t.is_contiguous() && detail::is_16_byte_aligned(t))) return t;
   return t.clone(at::MemoryFormat::Contiguous);
 }
 
-struct Normalized {
+struct ResidualNormed {
   torch::Tensor z, n, mean, rstd;  // z: x + y, or x itself without y; mean, rstd: (rows) fp32
 };
 
-struct Gradients {
+struct ResidualNormGradients {
   torch::Tensor dx, dweight, dbias;  // dweight and dbias undefined without dn
 };
 
 // The kernels' arithmetic in LibTorch's ops, for tensors not on a GPU: what
 // the tests check the autograd functions below with on the CPU.
-Normalized forward_by_libtorch(const torch::Tensor& x, const torch::Tensor& y,
-                               const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
-  Normalized f;
+ResidualNormed forward_by_libtorch(const torch::Tensor& x, const torch::Tensor& y,
+                                   const torch::Tensor& weight, const torch::Tensor& bias,
+                                   double eps) {
+  ResidualNormed f;
   f.z = y.defined() ? x + y : x;
   const auto z = f.z.to(torch::kFloat).reshape({-1, x.size(-1)});
   f.mean = z.mean(-1);
@@ -56,9 +54,9 @@ Normalized forward_by_libtorch(const torch::Tensor& x, const torch::Tensor& y,
   return f;
 }
 
-Gradients backward_by_libtorch(const torch::Tensor& dz, const torch::Tensor& dn,
-                               const torch::Tensor& z, const torch::Tensor& weight,
-                               const torch::Tensor& mean, const torch::Tensor& rstd) {
+ResidualNormGradients backward_by_libtorch(const torch::Tensor& dz, const torch::Tensor& dn,
+                                           const torch::Tensor& z, const torch::Tensor& weight,
+                                           const torch::Tensor& mean, const torch::Tensor& rstd) {
   const int64_t d = z.size(-1);
   const auto rows = [&](const torch::Tensor& t) { return t.to(torch::kFloat).reshape({-1, d}); };
   const auto x_hat = (rows(z) - mean.unsqueeze(1)) * rstd.unsqueeze(1);
@@ -72,17 +70,18 @@ Gradients backward_by_libtorch(const torch::Tensor& dz, const torch::Tensor& dn,
 #if VIT_WITH_CUDA
 bool like(const torch::Tensor& y, const torch::Tensor& x) {
   return y.scalar_type() == x.scalar_type() && y.device() == x.device() && y.sizes() == x.sizes() &&
-         y.is_contiguous() && aligned_to_vectors(y);
+         y.is_contiguous() && detail::is_16_byte_aligned(y);
 }
 
 cuda::HalfType half_type(const torch::Tensor& t) {
   return t.scalar_type() == torch::kBFloat16 ? cuda::HalfType::kBFloat16 : cuda::HalfType::kFloat16;
 }
 
-Normalized forward_by_kernel(const torch::Tensor& x, const torch::Tensor& y,
-                             const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
+ResidualNormed forward_by_kernel(const torch::Tensor& x, const torch::Tensor& y,
+                                 const torch::Tensor& weight, const torch::Tensor& bias,
+                                 double eps) {
   const int64_t d = x.size(-1), rows = x.numel() / d;
-  Normalized f;
+  ResidualNormed f;
   f.z = y.defined() ? torch::empty_like(x, at::MemoryFormat::Contiguous) : x;
   f.n = torch::empty_like(x, at::MemoryFormat::Contiguous);
   f.mean = torch::empty({rows}, x.options().dtype(torch::kFloat));
@@ -96,9 +95,9 @@ Normalized forward_by_kernel(const torch::Tensor& x, const torch::Tensor& y,
   return f;
 }
 
-Gradients backward_by_kernel(const torch::Tensor& dz, const torch::Tensor& dn,
-                             const torch::Tensor& z, const torch::Tensor& weight,
-                             const torch::Tensor& mean, const torch::Tensor& rstd) {
+ResidualNormGradients backward_by_kernel(const torch::Tensor& dz, const torch::Tensor& dn,
+                                         const torch::Tensor& z, const torch::Tensor& weight,
+                                         const torch::Tensor& mean, const torch::Tensor& rstd) {
   const int64_t d = z.size(-1), rows = z.numel() / d;
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t blocks = cuda::residual_layer_norm_backward_blocks(rows, sms);
@@ -114,8 +113,8 @@ Gradients backward_by_kernel(const torch::Tensor& dz, const torch::Tensor& dn,
 }
 #endif
 
-Normalized forward_pass(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
-                        const torch::Tensor& bias, double eps) {
+ResidualNormed forward_pass(const torch::Tensor& x, const torch::Tensor& y,
+                            const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
 #if VIT_WITH_CUDA
   if (x.is_cuda()) return forward_by_kernel(x, y, weight.contiguous(), bias.contiguous(), eps);
 #endif
@@ -123,12 +122,12 @@ Normalized forward_pass(const torch::Tensor& x, const torch::Tensor& y, const to
 }
 
 // dn undefined (n feeds nothing): dx is dz, and the parameters get nothing.
-Gradients backward_pass(const torch::Tensor& dz_in, const torch::Tensor& dn_in,
-                        const torch::Tensor& z, const torch::Tensor& weight,
-                        const torch::Tensor& mean, const torch::Tensor& rstd) {
+ResidualNormGradients backward_pass(const torch::Tensor& dz_in, const torch::Tensor& dn_in,
+                                    const torch::Tensor& z, const torch::Tensor& weight,
+                                    const torch::Tensor& mean, const torch::Tensor& rstd) {
   const auto dz = as_vectors(dz_in), dn = as_vectors(dn_in);
   if (!dn.defined()) return {dz, {}, {}};
-  Gradients g;
+  ResidualNormGradients g;
 #if VIT_WITH_CUDA
   if (z.is_cuda()) g = backward_by_kernel(dz, dn, z, weight.contiguous(), mean, rstd);
 #endif
@@ -193,7 +192,7 @@ bool gpu_residual_norm_applies(const torch::Tensor& x, const torch::Tensor& weig
 #if VIT_WITH_CUDA
   if (!product_reductions_apply(x, weight, bias)) return false;  // the CPU's calls leave here
   const int64_t d = x.size(-1);
-  return cuda::residual_layer_norm_fits(d) && x.numel() > 0 && aligned_to_vectors(x) &&
+  return cuda::residual_layer_norm_fits(d) && x.numel() > 0 && detail::is_16_byte_aligned(x) &&
          weight.dim() == 1 && weight.size(0) == d && bias.dim() == 1 && bias.size(0) == d &&
          (!y.defined() || like(y, x));
 #else

@@ -3,6 +3,7 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
+#include "linear_gradients.hpp"
 #include "vit/autocast_state.hpp"
 #include "vit/build_features.hpp"
 
@@ -18,11 +19,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-// x's rows as a matrix: (M, D) for x of (..., D).
-torch::Tensor matrix_of_rows(const torch::Tensor& t) {
-  return t.reshape({-1, t.size(-1)});
-}
 
 // 1^T m: the sum of m's rows, (cols), as one matrix product.
 torch::Tensor sum_of_rows(const torch::Tensor& m) {
@@ -105,9 +101,36 @@ struct LayerNormProductGradients : torch::autograd::Function<LayerNormProductGra
   }
 };
 
-// The gradient buffer that autograd would add `parameter`'s gradient to: a
-// leaf's .grad() set beforehand (train/weight_mirror sets each to its slice
-// of one flat vector) of the gradient's shape and dtype; else undefined.
+struct LinearProductBiasGradient : torch::autograd::Function<LinearProductBiasGradient> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    ctx->save_for_backward({x, weight, bias});
+    return at::linear(x, weight, bias);
+  }
+
+  // Where the bias's gradient has a buffer already, the product adds to it
+  // in place, as the weight's (linear_input_and_weight_gradients).
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &weight = saved[1], &bias = saved[2];
+    const auto dy_rows = matrix_of_rows(grads[0].contiguous());  // (M, out)
+    auto g = linear_input_and_weight_gradients(dy_rows, x, weight, ctx->needs_input_grad(0),
+                                               ctx->needs_input_grad(1));
+    torch::Tensor dbias;
+    if (ctx->needs_input_grad(2)) {
+      auto buffer = preset_gradient(bias, bias);
+      const auto ones = torch::ones({1, dy_rows.size(0)}, dy_rows.options());
+      if (buffer.defined())
+        buffer.view({1, -1}).addmm_(ones, dy_rows);  // + 1^T dy
+      else
+        dbias = sum_of_rows(dy_rows);
+    }
+    return {g.dx, g.dweight, dbias};
+  }
+};
+
+}  // namespace
+
 torch::Tensor preset_gradient(const torch::Tensor& parameter, const torch::Tensor& gradient_like) {
   if (!parameter.is_leaf()) return {};
   const auto& grad = parameter.grad();
@@ -117,42 +140,28 @@ torch::Tensor preset_gradient(const torch::Tensor& parameter, const torch::Tenso
   return grad;
 }
 
-struct LinearProductBiasGradient : torch::autograd::Function<LinearProductBiasGradient> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight, const torch::Tensor& bias) {
-    ctx->save_for_backward({x, weight, bias});
-    return at::linear(x, weight, bias);
+LinearGradients linear_input_and_weight_gradients(const torch::Tensor& dy_rows,
+                                                  const torch::Tensor& x,
+                                                  const torch::Tensor& weight, bool want_dx,
+                                                  bool want_dweight) {
+  LinearGradients g;
+  if (want_dx) g.dx = at::mm(dy_rows, weight).view(x.sizes());
+  if (want_dweight) {
+    auto buffer = preset_gradient(weight, weight);
+    if (buffer.defined())
+      buffer.addmm_(dy_rows.t(), matrix_of_rows(x));
+    else
+      g.dweight = at::mm(dy_rows.t(), matrix_of_rows(x));
   }
+  return g;
+}
 
-  // Where the weight's (or bias's) gradient has a buffer already, the
-  // product adds to it in place (cuBLAS's beta = 1, the same sum at no cost)
-  // and returns no gradient for autograd to add there in a pass of its own.
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const auto &x = saved[0], &weight = saved[1], &bias = saved[2];
-    const auto dy_rows = matrix_of_rows(grads[0].contiguous());  // (M, out)
-    torch::Tensor dx, dweight, dbias;
-    if (ctx->needs_input_grad(0)) dx = at::mm(dy_rows, weight).view(x.sizes());
-    if (ctx->needs_input_grad(1)) {
-      auto buffer = preset_gradient(weight, weight);
-      if (buffer.defined())
-        buffer.addmm_(dy_rows.t(), matrix_of_rows(x));
-      else
-        dweight = at::mm(dy_rows.t(), matrix_of_rows(x));
-    }
-    if (ctx->needs_input_grad(2)) {
-      auto buffer = preset_gradient(bias, bias);
-      const auto ones = torch::ones({1, dy_rows.size(0)}, dy_rows.options());
-      if (buffer.defined())
-        buffer.view({1, -1}).addmm_(ones, dy_rows);  // + 1^T dy
-      else
-        dbias = sum_of_rows(dy_rows);
-    }
-    return {dx, dweight, dbias};
-  }
-};
-
-}  // namespace
+torch::Tensor bias_gradient_from_sum(const torch::Tensor& bias, const torch::Tensor& sum) {
+  auto buffer = preset_gradient(bias, bias);
+  if (!buffer.defined()) return sum.to(bias.scalar_type());
+  buffer.add_(sum);
+  return {};
+}
 
 torch::Tensor layer_norm_with_product_gradients(const torch::Tensor& x, const torch::Tensor& weight,
                                                 const torch::Tensor& bias, double eps) {

@@ -1,6 +1,7 @@
 #include "kernel_calls.hpp"
 
 #include "vit/kernels/gelu.hpp"
+#include "vit/kernels/gpu_linear_gelu.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
 #include "vit/model/weight_substitution.hpp"
@@ -31,8 +32,10 @@ torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
 }
 
 torch::Tensor linear_gelu(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  const auto weight = compute_weight(layer->weight), bias = compute_weight(layer->bias);
+  if (gpu_linear_gelu_applies(x, weight, bias)) return gpu_linear_gelu(x, weight, bias);
   if (!gelu_with_bias_uses_own_kernel(layer->bias)) return vit::gelu(linear(layer, x));
-  return gelu_with_bias(vit::linear(x, compute_weight(layer->weight)), layer->bias);
+  return gelu_with_bias(vit::linear(x, weight), layer->bias);
 }
 
 }  // namespace vit
