@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the whole test suite with AddressSanitizer, UndefinedBehaviorSanitizer
-# and libstdc++'s assertions (-D_GLIBCXX_ASSERTIONS) into build-asan/, on the
-# default LibTorch line, and runs ctest there. Any report fails the run.
+# (its checks of values, below) and libstdc++'s assertions
+# (-D_GLIBCXX_ASSERTIONS) into build-asan/, on the default LibTorch line, and
+# runs ctest there. Any report fails the run.
 #   scripts/sanitize.sh            build and run every test
 #   scripts/sanitize.sh REGEX      build the test binary, then run the tests whose names match
 #   scripts/sanitize.sh --ci       every test of the test binary in one process, as
@@ -14,18 +15,27 @@ cd "$(dirname "$0")/.."
 dir=build-asan
 supp=$PWD/scripts/sanitize.supp
 
-flags="-fsanitize=address,undefined -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS -g1"
+# UBSan's checks of values and arithmetic (signed overflow, shifts, division
+# by zero, bool and enum loads, a function's missing return, unreachable
+# code, VLA bounds, builtins' arguments), not its pointer checks (null,
+# alignment, object size, pointer overflow, array bounds, vptr, nonnull
+# attributes): ASan catches the bad accesses those stand for, and with them
+# the instrumented build took 1.8x as long (gcc 12, one translation unit:
+# 139 s against 79; ASan alone 75), which CI's hour cannot spare. The fuzz
+# targets (scripts/fuzz.sh), the readers of untrusted bytes, keep every check.
+ubsan=signed-integer-overflow,shift,integer-divide-by-zero,unreachable,return,bool,enum,vla-bound,builtin
+flags="-fsanitize=address,$ubsan -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS -g1"
 options=(-DCMAKE_BUILD_TYPE=Sanitize
          "-DCMAKE_CXX_FLAGS_SANITIZE=-O1 $flags"
-         "-DCMAKE_EXE_LINKER_FLAGS_SANITIZE=-fsanitize=address,undefined"
-         "-DCMAKE_SHARED_LINKER_FLAGS_SANITIZE=-fsanitize=address,undefined")
+         "-DCMAKE_EXE_LINKER_FLAGS_SANITIZE=-fsanitize=address,$ubsan"
+         "-DCMAKE_SHARED_LINKER_FLAGS_SANITIZE=-fsanitize=address,$ubsan")
 command -v ninja >/dev/null && options+=(-G Ninja)
 command -v ccache >/dev/null && options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-if [ ! -f "$dir/CMakeCache.txt" ]; then
-  log=$(mktemp)
-  cmake -S . -B "$dir" "${options[@]}" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
-  rm -f "$log"
-fi
+# Configured every time (a few seconds), so that a change of the flags above
+# reaches an existing build-asan/.
+log=$(mktemp)
+cmake -S . -B "$dir" "${options[@]}" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+rm -f "$log"
 mode=all
 pattern=""
 if [ "${1:-}" = --ci ]; then mode=ci; elif [ $# -gt 0 ]; then mode=some; pattern=$1; fi

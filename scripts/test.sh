@@ -11,6 +11,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/torch_line.sh
 
+# Each phase's wall time, so that a slow CI run says where its minutes went.
+phase_start=$SECONDS
+phase_done() {  # WHAT
+  echo "test.sh: $1 took $((SECONDS - phase_start)) s (total $SECONDS s)"
+  phase_start=$SECONDS
+}
+
+# ctest runs two tests at a time on CI's 2 cores, each with 2 OpenMP threads
+# (CMakeLists.txt sets OMP_NUM_THREADS=2 for them), as are the vit processes
+# they start: threads that spin while they wait (libgomp's default) take the
+# cores from the other test. Waiting passively, the Debian line's suite took
+# 356 s instead of 429 on the 2-core Xeon host (2026-11-28).
+export OMP_WAIT_POLICY=passive
+
 run_suite() {  # LINE
   echo "test.sh: the LibTorch $1 line ($(torch_line_build_dir "$1")/)"
   (cd "$(torch_line_build_dir "$1")" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
@@ -39,13 +53,18 @@ run_suite() {  # LINE
 default=$VIT_DEFAULT_TORCH
 other=$(torch_line_other "$default")
 scripts/setup.sh --python-check --browser-check --fuzz
+phase_done "the setup"
 scripts/build.sh
+phase_done "the $default line's build"
 run_suite "$default"
+phase_done "the $default line's tests"
 # A fuzz smoke run, 10 s a target with a fixed seed (docs/robustness.md).
 scripts/fuzz.sh --seed 1 all 10
+phase_done "the fuzz run"
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer, in
 # one process (docs/robustness.md): any report fails the run.
 scripts/sanitize.sh --ci
+phase_done "the sanitizers' build and run"
 
 reason=""
 if [ "$other" = pip ] && [ -z "$(torch_line_nvcc)" ]; then
@@ -55,6 +74,7 @@ if [ -z "$reason" ]; then
   log=$(mktemp)
   scripts/setup.sh --torch "$other" >"$log" 2>&1 || reason="its setup failed: $(tail -n 1 "$log")"
   rm -f "$log"
+  phase_done "the $other line's setup"
 fi
 if [ -n "$reason" ]; then
   if [ "${CI:-}" = true ]; then
@@ -65,4 +85,6 @@ if [ -n "$reason" ]; then
   exit 0
 fi
 scripts/build.sh --torch "$other"
+phase_done "the $other line's build"
 run_suite "$other"
+phase_done "the $other line's tests"
