@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernel_operands.hpp"
+#include "cuda_operands.hpp"
 #include "linear_gradients.hpp"
 #include "vit/build_features.hpp"
 #include "vit/kernels/product_reductions.hpp"
@@ -42,10 +42,6 @@ HiddenGradients gelu_backward_by_libtorch(const torch::Tensor& da, const torch::
 }
 
 #if VIT_WITH_CUDA
-cuda::HalfType gelu_half_type(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kBFloat16 ? cuda::HalfType::kBFloat16 : cuda::HalfType::kFloat16;
-}
-
 bool gelu_kernels_take(const torch::Tensor& h) {
   const auto dtype = h.scalar_type();
   return h.is_cuda() && (dtype == torch::kBFloat16 || dtype == torch::kHalf) && h.numel() > 0 &&
@@ -54,7 +50,7 @@ bool gelu_kernels_take(const torch::Tensor& h) {
 
 torch::Tensor gelu_by_kernel(const torch::Tensor& h) {
   auto a = torch::empty_like(h, at::MemoryFormat::Contiguous);
-  cuda::launch_gelu_forward(gelu_half_type(h), h.data_ptr(), a.data_ptr(), h.numel(),
+  cuda::launch_gelu_forward(detail::half_type_of(h), h.data_ptr(), a.data_ptr(), h.numel(),
                             at::cuda::getCurrentCUDAStream().stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return a;
@@ -66,7 +62,7 @@ HiddenGradients gelu_backward_by_kernel(const torch::Tensor& da, const torch::Te
   const int64_t chunks = cuda::gelu_backward_chunks(rows, d, sms);
   auto partials = torch::empty({chunks, d}, h.options().dtype(torch::kFloat));
   auto dh = torch::empty_like(h, at::MemoryFormat::Contiguous);
-  cuda::launch_gelu_backward(gelu_half_type(h), da.data_ptr(), h.data_ptr(), dh.data_ptr(),
+  cuda::launch_gelu_backward(detail::half_type_of(h), da.data_ptr(), h.data_ptr(), dh.data_ptr(),
                              partials.data_ptr<float>(), rows, d, chunks,
                              at::cuda::getCurrentCUDAStream().stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -4,7 +4,7 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
-#include "kernel_operands.hpp"
+#include "cuda_operands.hpp"
 #include "vit/build_features.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/product_reductions.hpp"
@@ -73,10 +73,6 @@ bool like(const torch::Tensor& y, const torch::Tensor& x) {
          y.is_contiguous() && detail::is_16_byte_aligned(y);
 }
 
-cuda::HalfType half_type(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kBFloat16 ? cuda::HalfType::kBFloat16 : cuda::HalfType::kFloat16;
-}
-
 ResidualNormed forward_by_kernel(const torch::Tensor& x, const torch::Tensor& y,
                                  const torch::Tensor& weight, const torch::Tensor& bias,
                                  double eps) {
@@ -87,8 +83,8 @@ ResidualNormed forward_by_kernel(const torch::Tensor& x, const torch::Tensor& y,
   f.mean = torch::empty({rows}, x.options().dtype(torch::kFloat));
   f.rstd = torch::empty_like(f.mean);
   cuda::launch_residual_layer_norm_forward(
-      half_type(x), x.data_ptr(), y.defined() ? y.data_ptr() : nullptr, weight.data_ptr(),
-      bias.data_ptr(), y.defined() ? f.z.data_ptr() : nullptr, f.n.data_ptr(),
+      detail::half_type_of(x), x.data_ptr(), y.defined() ? y.data_ptr() : nullptr,
+      weight.data_ptr(), bias.data_ptr(), y.defined() ? f.z.data_ptr() : nullptr, f.n.data_ptr(),
       f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), rows, d, static_cast<float>(eps),
       at::cuda::getCurrentCUDAStream().stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -104,7 +100,7 @@ ResidualNormGradients backward_by_kernel(const torch::Tensor& dz, const torch::T
   auto partials = torch::empty({blocks, 2, d}, mean.options());
   auto dx = torch::empty_like(z, at::MemoryFormat::Contiguous);
   cuda::launch_residual_layer_norm_backward(
-      half_type(z), dn.data_ptr(), dz.defined() ? dz.data_ptr() : nullptr, z.data_ptr(),
+      detail::half_type_of(z), dn.data_ptr(), dz.defined() ? dz.data_ptr() : nullptr, z.data_ptr(),
       weight.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(), dx.data_ptr(),
       partials.data_ptr<float>(), rows, d, blocks, at::cuda::getCurrentCUDAStream().stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();

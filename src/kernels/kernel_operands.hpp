@@ -20,10 +20,4 @@ inline bool is_float_or_bf16(torch::ScalarType t) {
   return t == torch::kFloat || t == torch::kBFloat16;
 }
 
-// Whether t's data starts on a 16-byte boundary, as the CUDA kernels'
-// vector loads (kernels/cuda/) need.
-inline bool is_16_byte_aligned(const torch::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-}
-
 }  // namespace vit::detail

@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAException.h>
 
 #include "cuda/layer_norm_parameter_gradients.hpp"
+#include "cuda_operands.hpp"
 #endif
 
 namespace vit {
@@ -51,11 +52,10 @@ torch::Tensor cuda_parameter_sums(const torch::Tensor& dy, const torch::Tensor& 
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t chunks = cuda::layer_norm_parameter_gradient_chunks(rows, d, sms);
   auto partials = torch::empty({chunks, 2, d}, x.options().dtype(torch::kFloat));
-  const auto type =
-      x.scalar_type() == torch::kBFloat16 ? cuda::HalfType::kBFloat16 : cuda::HalfType::kFloat16;
-  cuda::launch_layer_norm_parameter_gradients(
-      type, dy.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-      partials.data_ptr<float>(), rows, d, chunks, at::cuda::getCurrentCUDAStream().stream());
+  cuda::launch_layer_norm_parameter_gradients(detail::half_type_of(x), dy.data_ptr(), x.data_ptr(),
+                                              mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                              partials.data_ptr<float>(), rows, d, chunks,
+                                              at::cuda::getCurrentCUDAStream().stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partials.sum(0);
 }

@@ -34,7 +34,7 @@ torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
 torch::Tensor linear_gelu(const torch::nn::Linear& layer, const torch::Tensor& x) {
   const auto weight = compute_weight(layer->weight), bias = compute_weight(layer->bias);
   if (gpu_linear_gelu_applies(x, weight, bias)) return gpu_linear_gelu(x, weight, bias);
-  if (!gelu_with_bias_uses_own_kernel(layer->bias)) return vit::gelu(linear(layer, x));
+  if (!gelu_with_bias_uses_own_kernel(layer->bias)) return vit::gelu(vit::linear(x, weight, bias));
   return gelu_with_bias(vit::linear(x, weight), layer->bias);
 }
 

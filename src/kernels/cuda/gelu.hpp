@@ -11,7 +11,7 @@
 // has CUDA (VIT_WITH_CUDA); it needs no LibTorch header.
 #include <cstdint>
 
-#include "layer_norm_parameter_gradients.hpp"  // HalfType
+#include "half_type.hpp"
 
 struct CUstream_st;  // cudaStream_t is a CUstream_st*
 

@@ -8,12 +8,11 @@
 // header, so that nvcc compiles it in seconds.
 #include <cstdint>
 
+#include "half_type.hpp"
+
 struct CUstream_st;  // cudaStream_t is a CUstream_st*
 
 namespace vit::cuda {
-
-// The element type of dy and x: both the same, 16 bits wide.
-enum class HalfType { kBFloat16, kFloat16 };
 
 // Blocks of rows the sums are split into, for rows of d values on a GPU with
 // `multiprocessors` SMs: about four blocks of 256 threads per SM.

@@ -13,7 +13,7 @@
 // LibTorch header (kernels/gpu_residual_norm calls it).
 #include <cstdint>
 
-#include "layer_norm_parameter_gradients.hpp"  // HalfType
+#include "half_type.hpp"
 
 struct CUstream_st;  // cudaStream_t is a CUstream_st*
 
