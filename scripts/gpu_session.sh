@@ -1,36 +1,51 @@
 #!/usr/bin/env bash
-# The GPU work on a lent GPU machine (the workplace's `device` tool), in
-# stages that fit its calls of at most 10 minutes and a session's 15 minutes
-# of device time. Each stage prints its exit status as it ends, and every
-# call ends with a table of its stages.
+# vit's GPU checks and benchmarks for a GPU machine, built elsewhere: build
+# vit and vit_tests on a machine without a GPU against the LibTorch of pip's
+# torch wheel, pack them with what the GPU machine lacks into a bundle
+# folder, copy the source tree and the bundle there, and run the stages on
+# it. Each stage prints its exit status as it ends; a run ends with a table
+# of its stages and writes every log and result into $OUT/logs.tar.xz.
 #
-# Here, once per session (no device time; about 9 minutes on 2 cores):
+# Usage: scripts/gpu_session.sh STAGE...     (no stage, -h or --help: this text)
+#
+# On the build machine (Debian 12 with the packages of scripts/setup.sh and
+# access to Debian's archive and PyPI; about 9 minutes on 2 cores):
 #   scripts/gpu_session.sh prepare build-here
-#   `prepare` fills .carry/ (git ignores it) from Debian's archive: a pruned
-#   OpenCV source and static zlib, libpng and libjpeg (`kit` below), Gloo's
-#   headers, GoogleTest's sources, Fashion-MNIST's four .gz files (30 MB) in
-#   .carry/data and 300 photographs (15 MB) in .carry/photos. `build-here` builds vit and vit_tests
-#   here against the device's LibTorch (pip's torch==$DEVICE_TORCH, CUDA 13,
-#   fetched from PyPI) and packs them into .carry/bin, with the two shared
-#   libraries the device lacks (spdlog, fmt) in .carry/lib. An earlier
-#   session's build that it replaces moves to .carry/before: carry it too,
-#   and CONTENDERS="vit vit-before ..." times the two builds side by side.
-# There, with carry [".carry/bin", ".carry/lib", ".carry/data", ".carry/photos"] (and
-# ".carry/before"), in one call:
+#   `prepare` fills $BUNDLE from Debian's archive: a pruned OpenCV source and
+#   static zlib, libpng and libjpeg (kit() below), Gloo's headers,
+#   GoogleTest's sources, Fashion-MNIST's four .gz files (30 MB) in
+#   $BUNDLE/data and 300 photographs (15 MB) in $BUNDLE/photos.
+#   `build-here` builds vit and vit_tests against pip's torch==$DEVICE_TORCH
+#   (CUDA 13, only its LibTorch files, fetched from PyPI) and packs them into
+#   $BUNDLE/bin, with the two shared libraries a GPU machine may lack (spdlog,
+#   fmt) in $BUNDLE/lib. A build over 3 hours old that it replaces moves to
+#   $BUNDLE/before: copy that too, and CONTENDERS="vit vit-before ..." times
+#   the two builds side by side.
+# Copy the source tree with $BUNDLE/bin, lib, data and photos (and before) to
+# the GPU machine; there, in the copy's root:
 #   scripts/gpu_session.sh unpack diagnose test test profile bench config
-#   (`unpack` there puts .carry/bin's binaries in $BUILD and points the loader
-#   at the device's LibTorch and CUDA libraries.)
-# Where nothing can be built here, build there instead (about 6 minutes of
-# device time), with carry [".carry"]:
+#   `unpack` puts $BUNDLE/bin's binaries in $BUILD and points the loader at
+#   the LibTorch and CUDA libraries of the machine's pip torch.
+# Where nothing can be built on another machine, build on the GPU machine
+# (about 6 minutes; a compiler, CMake and Ninja there), with the whole of
+# $BUNDLE from prepare:
 #   scripts/gpu_session.sh build pack diagnose ...
-#   and here, between calls:  scripts/gpu_session.sh unpack FILES_AT
+#   and, to keep those binaries, copy $OUT's bin.tar.xz.* parts back and run
+#   on the build machine:  scripts/gpu_session.sh unpack DIR
+# The GPU machine needs an NVIDIA driver, xz, and a python3 with pip's
+# torch==$DEVICE_TORCH and its nvidia-* libraries; `bench` also timm.
+#
 # Stages:
-#   prepare    here: the kit in .carry/ (above)
-#   build-here here: vit and vit_tests for the device, into .carry/bin and .carry/lib
-#   build      there: OpenCV + vit + vit_tests into $BUILD (build-device/)
-#   pack       $BUILD's vit and vit_tests, xz-compressed, in parts of 15 MiB, to $OUT
-#   unpack     here: DIR's parts (the device tool's files_at) to .carry/bin/;
-#              there: .carry/bin/'s parts back into $BUILD
+#   prepare    build machine: the kit in $BUNDLE (above)
+#   build-here build machine: vit and vit_tests for the GPU machine, into
+#              $BUNDLE/bin and $BUNDLE/lib
+#   build      GPU machine: OpenCV + vit + vit_tests into $BUILD
+#   pack       $BUILD's vit and vit_tests, xz-compressed, in parts of 15 MiB,
+#              to $OUT
+#   unpack DIR build machine: DIR's bin.tar.xz.* parts (from pack) to
+#              $BUNDLE/bin
+#   unpack     GPU machine: $BUNDLE/bin's parts back into $BUILD (and
+#              $BUNDLE/before's vit into $BUILD/before)
 #   diagnose   the CUDA-graph crash, most decisive first: one graph test alone,
 #              its exit status and whether it passed before dying; where it
 #              failed, cuda-gdb's backtrace of every thread, the test again
@@ -38,12 +53,12 @@
 #              settings, and compute-sanitizer; then `vit train` on the tests'
 #              shapes with and without the graph, with their exit statuses
 #   test       every Cuda and Device test, each in a process of its own (as
-#              ctest runs them), JOBS (4) at a time, with its exit status
+#              ctest runs them), JOBS at a time, with its exit status
 #   test-own-gelu  the same with VIT_CUDA_GELU=own: the model's MLP through
-#              kernels/gpu_linear_gelu (unproven until a GPU session passes it)
+#              kernels/gpu_linear_gelu, not yet the default
 #   profile    the step's GPU kernels, grouped (scripts/bench/gpu_kernels.py), for
-#              each of PROFILE's rows (default p4d384/512; vits16/256 too, say)
-#   stream     ViT-S/16 on 300 streamed photographs (.carry/photos, from
+#              each of PROFILE's rows
+#   stream     ViT-S/16 on 300 streamed photographs ($BUNDLE/photos, from
 #              prepare): vit data --bench and vit train, images/s, to compare
 #              with the bench's vits16 row on synthetic data
 #   config     configs/fashion-mnist-gpu.json (with CONFIG_SET's overrides), timed
@@ -51,34 +66,56 @@
 #   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
 #              again without the graph (EAGER_RUNS); each of the two, every row
 #              and contender, stops after BENCH_LIMIT s
-# A stage that would start after DEADLINE seconds is skipped.
-# The device tool brings back at most 8 files from $OUT: the binaries' parts
-# and one $OUT/logs.tar.xz of every log and result ($LOGS), made at the end.
+#
+# Settings (environment), with their defaults:
+#   BUNDLE=build-gpu-bundle  the bundle folder, relative to the source tree
+#   BUILD=build-device       where build builds and unpack unpacks; the same
+#                            path under the source tree on both machines
+#   OUT=/tmp/vit-gpu-out     pack's parts and logs.tar.xz
+#   LOGS=/tmp/vit-gpu-logs   every stage's logs and results
+#   DEVICE_TORCH=2.11.0      the pip torch version of the GPU machine
+#   VIT_CACHE=~/.cache/vit   build-here's downloads (the wheel, OpenCV's build)
+#   DEADLINE                 seconds: a stage that would start later is skipped
+#   JOBS=4                   test, test-own-gelu: tests at a time
+#   ROWS, RUNS=3, CONTENDERS bench: scripts/bench/gpu.sh's rows, runs, contenders
+#   EAGER_RUNS=RUNS          bench: runs of vit's rows without the graph
+#   BENCH_LIMIT=420          bench: seconds for each of its two parts
+#   PROFILE=p4d384/512       profile: rows (MODEL/BATCH of gpu.sh), space-separated
+#   STREAM_SECONDS=90, STREAM_STEPS=60, STREAM_BATCHES=60   stream's training
+#                            time, steps between its records, and bench batches
+#   CONFIG_LIMIT=240, CONFIG_SET="key=value ..."   config's time and overrides
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; }
+case "${1:-}" in
+  "") usage; exit 2 ;;
+  -h | --help) usage; exit 0 ;;
+esac
 OUT=${OUT:-/tmp/vit-gpu-out}
-# The build's folder is the same path under the project here and there: the
-# tests find vit by the path it was built at (unpack links that path there).
+# The build's folder is the same path under the source tree on both machines:
+# the tests find vit by the path it was built at (unpack links that path).
 BUILD=${BUILD:-$PWD/build-device}
 LOGS=${LOGS:-/tmp/vit-gpu-logs}
+BUNDLE=${BUNDLE:-build-gpu-bundle}
+[[ $BUNDLE == /* ]] || BUNDLE=$PWD/$BUNDLE
 export BUILD
 mkdir -p "$OUT" "$LOGS"
-# An earlier call's unpack found the device's libraries.
+# An earlier run's unpack found the GPU machine's libraries.
 # shellcheck disable=SC1091
 [ -f "$BUILD/loader-path.sh" ] && . "$BUILD/loader-path.sh"
-DEVICE_TORCH=${DEVICE_TORCH:-2.11.0}  # the device image's pip torch (CUDA 13.0)
+DEVICE_TORCH=${DEVICE_TORCH:-2.11.0}  # the GPU machine's pip torch (CUDA 13.0)
 results=()  # "stage|status|seconds"
 last_status=0
 test_round=0
 
-# What the device's image lacks, from Debian's archive here (about 5 MB): a
-# pruned OpenCV 4.6 source (core, imgproc, imgcodecs) in .carry/ocv.tar.xz,
-# and the static zlib, libpng and libjpeg-turbo with their headers in
-# .carry/deps (the libraries an OpenCV and a vit built there link).
+# What a GPU machine may lack, from Debian's archive (about 5 MB): a pruned
+# OpenCV 4.6 source (core, imgproc, imgcodecs) in $BUNDLE/ocv.tar.xz, and the
+# static zlib, libpng and libjpeg-turbo with their headers in $BUNDLE/deps
+# (the libraries that a static OpenCV and vit link).
 kit() {
   local work source
   work=$(mktemp -d)
-  if [ ! -s .carry/ocv.tar.xz ]; then
+  if [ ! -s "$BUNDLE/ocv.tar.xz" ]; then
     (cd "$work" && apt-get source --download-only opencv >/dev/null 2>&1) ||
       { echo "kit: apt-get source opencv failed (a deb-src line in /etc/apt/sources.list.d?)"; return 1; }
     mkdir -p "$work/x" "$work/ocv/modules"
@@ -92,25 +129,25 @@ kit() {
     for empty in doc data apps samples; do  # folders OpenCV's CMakeLists.txt expects
       mkdir -p "$work/ocv/$empty" && touch "$work/ocv/$empty/CMakeLists.txt"
     done
-    (cd "$work" && tar -cJf "$OLDPWD/.carry/ocv.tar.xz" ocv) || return
+    (cd "$work" && tar -cJf "$BUNDLE/ocv.tar.xz" ocv) || return
   fi
-  if [ ! -f .carry/deps/usr/lib/x86_64-linux-gnu/libjpeg.a ]; then
+  if [ ! -f "$BUNDLE/deps/usr/lib/x86_64-linux-gnu/libjpeg.a" ]; then
     (cd "$work" && apt-get download libpng-dev libjpeg62-turbo-dev zlib1g-dev >/dev/null 2>&1) ||
       { echo "kit: apt-get download of the static libraries failed"; return 1; }
-    for deb in "$work"/*.deb; do dpkg-deb -x "$deb" .carry/deps; done
-    find .carry/deps -name '*.so*' -delete
+    for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$BUNDLE/deps"; done
+    find "$BUNDLE/deps" -name '*.so*' -delete
   fi
   rm -rf "$work"
 }
 
 prepare() {
-  mkdir -p .carry
+  mkdir -p "$BUNDLE"
   kit || return
-  rm -rf .carry/gloo-include .carry/googletest
-  mkdir -p .carry/gloo-include .carry/data
-  cp -r /usr/include/gloo .carry/gloo-include/ &&
-    cp -r /usr/src/googletest .carry/googletest &&
-    cp /usr/share/datasets/fashion-mnist/*.gz .carry/data/ || return
+  rm -rf "${BUNDLE:?}/gloo-include" "$BUNDLE/googletest"
+  mkdir -p "$BUNDLE/gloo-include" "$BUNDLE/data"
+  cp -r /usr/include/gloo "$BUNDLE/gloo-include/" &&
+    cp -r /usr/src/googletest "$BUNDLE/googletest" &&
+    cp /usr/share/datasets/fashion-mnist/*.gz "$BUNDLE/data/" || return
   # 300 real photographs of 280-520 px (15 MB) for the stream stage: crops of
   # Debian's opencv-doc sample photographs (scripts/bench/make_photos.py).
   local docs=${VIT_CACHE:-$HOME/.cache/vit}/opencv-doc
@@ -118,19 +155,19 @@ prepare() {
     mkdir -p "$docs" && (cd "$docs" && apt-get download opencv-doc >/dev/null 2>&1) &&
       dpkg -x "$docs"/opencv-doc_*.deb "$docs" || { echo "prepare: no opencv-doc"; return 1; }
   fi
-  rm -rf .carry/photos
+  rm -rf "${BUNDLE:?}/photos"
   /usr/bin/python3 scripts/bench/make_photos.py "$docs/usr/share/doc/opencv-doc/examples/data" \
-    .carry/photos --train 300 --val 50 || return
-  du -sh .carry
+    "$BUNDLE/photos" --train 300 --val 50 || return
+  du -sh "$BUNDLE"
 }
 
-# A static OpenCV (core, imgproc, imgcodecs) from the kit's pruned source, as
-# build-on-device.sh builds it there: the device has no OpenCV.
+# A static OpenCV (core, imgproc, imgcodecs) from the kit's pruned source:
+# the GPU machine needs no OpenCV of its own.
 static_opencv() {  # PREFIX
-  local kit=$PWD/.carry/deps/usr src build w
+  local kit=$BUNDLE/deps/usr src build w
   local libs=$kit/lib/x86_64-linux-gnu flags=()
   src=$(mktemp -d) build=$(mktemp -d)
-  tar -xJf .carry/ocv.tar.xz -C "$src" || return
+  tar -xJf "$BUNDLE/ocv.tar.xz" -C "$src" || return
   for w in TIFF WEBP OPENJPEG JASPER OPENEXR SPNG IMGCODEC_HDR IMGCODEC_SUNRASTER IMGCODEC_PXM \
     IMGCODEC_PFM IPP ITT OPENCL CUDA EIGEN LAPACK PROTOBUF GTK QT GDAL GDCM ADE FFMPEG GSTREAMER \
     V4L 1394 VA VA_INTEL TBB OPENMP QUIRC CAROTENE; do
@@ -150,16 +187,17 @@ static_opencv() {  # PREFIX
   rm -rf "$src" "$build" "$build.log"
 }
 
-# Here: vit and vit_tests for the device, built against the LibTorch of the
-# pip wheel it has (only the wheel's torch/ folder: the CUDA libraries it
-# loads are the device's own, hence --allow-shlib-undefined: the wheel's
-# libraries need cuDNN, cuSPARSELt and NVSHMEM, which are not here), a static
-# OpenCV, and no downloads (the device lacks libcurl, libarchive and
-# libcrypto). Spends no device time at all.
+# On the build machine: vit and vit_tests for the GPU machine, built against
+# the LibTorch of the pip wheel it has (only the wheel's torch/ folder: the
+# CUDA libraries it loads are the GPU machine's own, hence
+# --allow-shlib-undefined: the wheel's libraries need cuDNN, cuSPARSELt and
+# NVSHMEM, which the build machine need not have), a static OpenCV, and no
+# downloads (a GPU machine may lack libcurl, libarchive and libcrypto). Needs
+# no GPU.
 build_here() {
   local cache=${VIT_CACHE:-$HOME/.cache/vit} dir=$BUILD wheels
-  local torch=$cache/torch-$DEVICE_TORCH-wheel ocv=$cache/opencv-static kit=$PWD/.carry/deps/usr
-  [ -f .carry/ocv.tar.xz ] || { echo "build-here: no kit in .carry (run prepare first)"; return 1; }
+  local torch=$cache/torch-$DEVICE_TORCH-wheel ocv=$cache/opencv-static kit=$BUNDLE/deps/usr
+  [ -f "$BUNDLE/ocv.tar.xz" ] || { echo "build-here: no kit in $BUNDLE (run prepare first)"; return 1; }
   if [ ! -f "$torch/torch/share/cmake/Torch/TorchConfig.cmake" ]; then
     wheels=$(mktemp -d)
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
@@ -170,14 +208,13 @@ build_here() {
     rm -rf "$wheels"
   fi
   ls "$ocv"/lib*/libopencv_core.a >/dev/null 2>&1 || static_opencv "$ocv" || return
-  # The build of an earlier session (over 3 hours old; a session is shorter)
-  # stays as .carry/before, for the bench's vit-before contender: an A/B of
-  # this session's changes in one call. A rebuild within the session keeps
-  # the same before.
-  if [ -n "$(find .carry/bin -name 'bin.tar.xz.00' -mmin +180 2>/dev/null)" ]; then
-    rm -rf .carry/before && mv .carry/bin .carry/before
+  # A build over 3 hours old stays as $BUNDLE/before, for the bench's
+  # vit-before contender: an A/B of the changes since, in one run. Rebuilds
+  # within 3 hours keep the same before.
+  if [ -n "$(find "$BUNDLE/bin" -name 'bin.tar.xz.00' -mmin +180 2>/dev/null)" ]; then
+    rm -rf "${BUNDLE:?}/before" && mv "$BUNDLE/bin" "$BUNDLE/before"
   fi
-  mkdir -p "$dir" .carry/bin
+  mkdir -p "$dir" "$BUNDLE/bin"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch/torch" \
     -DOpenCV_DIR="$(dirname "$(find "$ocv" -name OpenCVConfig.cmake | head -1)")" \
     -DZLIB_INCLUDE_DIR="$kit/include" -DZLIB_LIBRARY="$kit/lib/x86_64-linux-gnu/libz.a" \
@@ -188,25 +225,25 @@ build_here() {
     >"$dir/build-here.log" 2>&1 || { tail -30 "$dir/build-here.log"; return 1; }
   cmake --build "$dir" -j "$(nproc)" --target vit vit_tests >>"$dir/build-here.log" 2>&1 ||
     { grep -m10 -A6 "error" "$dir/build-here.log"; return 1; }
-  BUILD=$dir OUT=.carry/bin pack || return
-  # The shared libraries of Debian's that the device's image lacks.
-  rm -rf .carry/lib && mkdir -p .carry/lib &&
+  BUILD=$dir OUT=$BUNDLE/bin pack || return
+  # The shared libraries of Debian's that a GPU machine may lack.
+  rm -rf "${BUNDLE:?}/lib" && mkdir -p "$BUNDLE/lib" &&
     ldd "$dir/vit" "$dir/vit_tests" | awk '/libspdlog|libfmt/ {print $3}' | sort -u |
-    xargs -r cp -L -t .carry/lib && ls .carry/lib
+    xargs -r cp -L -t "$BUNDLE/lib" && ls "$BUNDLE/lib"
 }
 
 build() {
   # Gloo's headers for train/distributed (find_path reads CMAKE_INCLUDE_PATH),
   # and GoogleTest when the image has only its headers.
-  export CMAKE_INCLUDE_PATH=$PWD/.carry/gloo-include
+  export CMAKE_INCLUDE_PATH=$BUNDLE/gloo-include
   if ! ls /usr/lib/x86_64-linux-gnu/libgtest.a /usr/local/lib*/libgtest.a >/dev/null 2>&1; then
-    cmake -S .carry/googletest -B /tmp/gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    cmake -S "$BUNDLE/googletest" -B /tmp/gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_INSTALL_PREFIX=/tmp/gtest-install >/tmp/gtest.log 2>&1 &&
       cmake --build /tmp/gtest-build >>/tmp/gtest.log 2>&1 &&
       cmake --install /tmp/gtest-build >>/tmp/gtest.log 2>&1 || { tail -20 /tmp/gtest.log; return 1; }
     export CMAKE_PREFIX_PATH=/tmp/gtest-install${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   fi
-  local kit=$PWD/.carry/deps/usr torch
+  local kit=$BUNDLE/deps/usr torch
   ls /tmp/ocv-install/lib*/libopencv_core.a >/dev/null 2>&1 || static_opencv /tmp/ocv-install || return
   torch=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') || return
   mkdir -p "$BUILD"
@@ -220,9 +257,9 @@ build() {
     { grep -m10 -A6 "error" "$LOGS/build.log"; return 1; }
 }
 
-# The two binaries, compressed and cut to what the device tool brings back
-# (files of at most 16 MiB). The tests find the source tree by its path at
-# build time, which pack records.
+# The two binaries, compressed and cut into parts of 15 MiB (for copies that
+# limit a file's size). The tests find the source tree by its path at build
+# time, which pack records.
 pack() {
   [ -x "$BUILD/vit" ] && [ -x "$BUILD/vit_tests" ] || { echo "pack: no build in $BUILD"; return 1; }
   rm -f "$OUT"/bin.tar.xz.*
@@ -235,22 +272,23 @@ pack() {
 }
 
 unpack() {
-  if [ -n "${1:-}" ]; then  # here: the folder the device tool put the files in
-    rm -rf .carry/bin && mkdir -p .carry/bin && cp "$1"/bin.tar.xz.* .carry/bin/ && ls -l .carry/bin
+  if [ -n "${1:-}" ]; then  # on the build machine: the folder holding pack's parts
+    rm -rf "${BUNDLE:?}/bin" && mkdir -p "$BUNDLE/bin" && cp "$1"/bin.tar.xz.* "$BUNDLE/bin/" &&
+      ls -l "$BUNDLE/bin"
     return
   fi
-  ls .carry/bin/bin.tar.xz.* >/dev/null 2>&1 || { echo "unpack: no .carry/bin/ (run build pack)"; return 1; }
+  ls "$BUNDLE"/bin/bin.tar.xz.* >/dev/null 2>&1 || { echo "unpack: no $BUNDLE/bin/ (run build-here or build pack)"; return 1; }
   mkdir -p "$BUILD"
-  cat .carry/bin/bin.tar.xz.* | xz -d | tar -C "$BUILD" -xf - || return
-  if ls .carry/before/bin.tar.xz.* >/dev/null 2>&1; then  # the bench's vit-before
-    mkdir -p "$BUILD/before" && cat .carry/before/bin.tar.xz.* | xz -d | tar -C "$BUILD/before" -xf - vit
+  cat "$BUNDLE"/bin/bin.tar.xz.* | xz -d | tar -C "$BUILD" -xf - || return
+  if ls "$BUNDLE"/before/bin.tar.xz.* >/dev/null 2>&1; then  # the bench's vit-before
+    mkdir -p "$BUILD/before" && cat "$BUNDLE"/before/bin.tar.xz.* | xz -d | tar -C "$BUILD/before" -xf - vit
   fi
   # The tests look for the configs and scripts where the source tree was.
   local built_in
   built_in=$(cat "$BUILD/source-dir.txt")
   [ "$built_in" = "$PWD" ] || { mkdir -p "$(dirname "$built_in")" && ln -sfn "$PWD" "$built_in"; }
-  # Binaries built here (build-here) find the device's LibTorch, its CUDA
-  # libraries and .carry/lib's through the loader's path.
+  # Binaries from build-here find the machine's LibTorch, its CUDA libraries
+  # and $BUNDLE/lib's through the loader's path.
   local site built_for there
   site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))') || return
   # LibTorch's C++ ABI changes between versions: binaries built for another
@@ -259,10 +297,10 @@ unpack() {
   there=$(python3 -c 'import torch; print(torch.__version__.split("+")[0])')
   if [ -n "$built_for" ] && [ "$built_for" != "$there" ]; then
     echo "unpack: the binaries were built for LibTorch $built_for, this machine has $there:" \
-      "rebuild here with DEVICE_TORCH=$there scripts/gpu_session.sh build-here"
+      "rebuild on the build machine with DEVICE_TORCH=$there scripts/gpu_session.sh build-here"
     return 1
   fi
-  LD_LIBRARY_PATH=$PWD/.carry/lib:$site/torch/lib:$(find "$site/nvidia" -maxdepth 3 -name lib -type d |
+  LD_LIBRARY_PATH=$BUNDLE/lib:$site/torch/lib:$(find "$site/nvidia" -maxdepth 3 -name lib -type d |
     paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LD_LIBRARY_PATH
   echo "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >"$BUILD/loader-path.sh"  # for commands after this script
@@ -307,7 +345,7 @@ tiny_train() {  # GRAPH(true|false)
   local run=/tmp/vit-tiny-$1
   rm -rf "$run"
   "$BUILD/vit" train --config configs/fashion-mnist.json --device cuda --out "$run" \
-    --set "data.root=$PWD/.carry/data" --set data.limit_train=2000 --set data.limit_test=500 \
+    --set "data.root=$BUNDLE/data" --set data.limit_train=2000 --set data.limit_test=500 \
     --set data.val_size=500 --set model.depth=1 --set model.pool=cls --set train.precision=fp32 \
     --set train.epochs=2 --set train.batch_size=64 --set "train.cuda_graph=$1" >"$LOGS/tiny-$1.log" 2>&1
 }
@@ -370,13 +408,13 @@ gpu_tests_own_gelu() {
 bench() {
   nvidia-smi | tee "$LOGS/nvidia-smi.txt"
   # shellcheck disable=SC2086
-  DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${RUNS:-3} WORK=/tmp/vit-bench-gpu \
+  DATA=$BUNDLE/data VIT=$BUILD/vit RUNS=${RUNS:-3} WORK=/tmp/vit-bench-gpu \
     timeout -s INT "${BENCH_LIMIT:-420}" scripts/bench/gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench.log"
   local status=$?
   cp /tmp/vit-bench-gpu/results.jsonl "$LOGS/bench-results.jsonl"
   # vit's rows with the step launched op by op: what the graph is worth.
   # shellcheck disable=SC2086
-  DATA=$PWD/.carry/data VIT=$BUILD/vit RUNS=${EAGER_RUNS:-${RUNS:-3}} WORK=/tmp/vit-bench-gpu-eager \
+  DATA=$BUNDLE/data VIT=$BUILD/vit RUNS=${EAGER_RUNS:-${RUNS:-3}} WORK=/tmp/vit-bench-gpu-eager \
     CONTENDERS=vit VIT_SET="train.cuda_graph=false" \
     timeout -s INT "${BENCH_LIMIT:-420}" scripts/bench/gpu.sh ${ROWS:-} 2>&1 | tee "$LOGS/bench-eager.log"
   cp /tmp/vit-bench-gpu-eager/results.jsonl "$LOGS/bench-eager-results.jsonl"
@@ -393,7 +431,7 @@ profile() {
     sets=$(scripts/bench/gpu.sh --sets "$model") || return
     for s in $sets; do args+=(--set "$s"); done
     "$BUILD/vit" train --config configs/fashion-mnist.json --device cuda --out "/tmp/vit-gpu-profile-$model" \
-      --set "data.root=$PWD/.carry/data" "${args[@]}" --set "train.batch_size=$batch" \
+      --set "data.root=$BUNDLE/data" "${args[@]}" --set "train.batch_size=$batch" \
       --set "data.limit_train=$((30 * batch))" --set data.val_size=256 --set data.limit_test=256 \
       --set train.epochs=1 --profile "$LOGS/$model.json" --profile-steps 5 >"$LOGS/profile-$model.log" 2>&1 ||
       { tail -5 "$LOGS/profile-$model.log"; status=1; continue; }
@@ -403,14 +441,14 @@ profile() {
   return $status
 }
 
-# The streamed pipeline feeding the GPU: .carry/photos (300 photographs) at
+# The streamed pipeline feeding the GPU: $BUNDLE/photos (300 photographs) at
 # 224 px with ViT-S/16's augmentation, on every core. First `vit data --bench`
 # alone (images/s from the files to the batch on the GPU), then `vit train` of
 # ViT-S/16 on them for STREAM_STEPS steps: its images/s against the bench's
 # vits16 row on synthetic data in memory says whether the step waits for
 # its input.
 stream() {
-  local sets=(--set "data.root=$PWD/.carry/photos" --set model.num_classes=10
+  local sets=(--set "data.root=$BUNDLE/photos" --set model.num_classes=10
               --set data.val_size=10 --set train.batch_size=256)
   "$BUILD/vit" data --config configs/imagenet-vit-s16.json "${sets[@]}" --device cuda \
     --bench "${STREAM_BATCHES:-60}" -q 2>&1 | tee "$LOGS/stream-bench.log"
@@ -435,18 +473,17 @@ config() {
   for s in ${CONFIG_SET:-}; do sets+=(--set "$s"); done
   rm -rf "$run"
   timeout -s INT -k 30 "${CONFIG_LIMIT:-240}" "$BUILD/vit" train --config configs/fashion-mnist-gpu.json \
-    --set "data.root=$PWD/.carry/data" "${sets[@]}" --device cuda --out "$run" 2>&1 | tee "$LOGS/config.log"
+    --set "data.root=$BUNDLE/data" "${sets[@]}" --device cuda --out "$run" 2>&1 | tee "$LOGS/config.log"
   local status=$?
   cp "$run/metrics.csv" "$run/metrics.jsonl" "$run/summary.json" "$LOGS/" 2>/dev/null
   return $status
 }
 
-[ $# -gt 0 ] || { sed -n '2,35p' "$0"; exit 2; }
 while [ $# -gt 0 ]; do
   stage=$1
   shift
-  # DEADLINE (seconds since the start): later stages are skipped, so the call
-  # ends, with its logs and table, inside the device tool's limit.
+  # DEADLINE (seconds since the start): later stages are skipped, so a run
+  # with a time limit still ends with its logs and table.
   if [ -n "${DEADLINE:-}" ] && [ "$SECONDS" -ge "$DEADLINE" ]; then
     echo "== $stage: skipped, past DEADLINE=$DEADLINE s"
     results+=("$stage|skipped|0")

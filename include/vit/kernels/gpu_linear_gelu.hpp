@@ -14,9 +14,9 @@
 // The arithmetic is LibTorch's exact GELU (erf, fp32 inside, each output
 // rounded once); only the order of the bias's sums differs.
 //
-// Unproven on a GPU: no session with one has run it yet. So the model takes
-// it only where the environment says VIT_CUDA_GELU=own; the next GPU session
-// runs its CUDA tests and times it (docs/gpu.md, the bench's vit-own-gelu).
+// Not yet run on a GPU, so the model takes it only where the environment
+// says VIT_CUDA_GELU=own; its CUDA tests (`scripts/gpu_session.sh
+// test-own-gelu`) and the bench's vit-own-gelu decide the default (docs/gpu.md).
 #include <torch/types.h>
 
 namespace vit {
