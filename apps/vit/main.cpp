@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
-  // Logs are for people and go to stderr; stdout carries --json output and tables.
+  // Logs are for people and go to stderr; stdout holds --json output and tables.
   spdlog::set_default_logger(spdlog::stderr_color_mt("vit"));
   vit::cli::Cli cli;
   vit::cli::register_all_commands(cli);

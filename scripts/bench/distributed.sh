@@ -4,8 +4,7 @@
 #   alone-T      one process with T = all cores threads
 #   alone-1      one process with 1 thread (what each rank gets)
 #   ranks-2      two ranks of 1 thread each, started with torchrun's variables
-# The job: configs/fashion-mnist-long.json (depth 6, global batch 64, bf16; the
-# demo's model until 2026-11-25, when the tables in docs/benchmarks-history.md were taken)
+# The job: configs/fashion-mnist-long.json (depth 6, global batch 64, bf16)
 # for EPOCHS epoch(s) on LIMIT training images.
 # Usage: scripts/bench/distributed.sh     Env: VIT=build/vit RUNS=3 LIMIT=12000 EPOCHS=1
 set -euo pipefail

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # Does pre-training help? The depth-6 model of configs/fashion-mnist-long.json
-# (the demo's model until 2026-11-25, when the tables in docs/benchmarks-history.md were taken)
 #   1. pre-trained on printed digits (scripts/bench/make_font_digits.py; MNIST
 #      itself is not installed on our machines),
 #   2. fine-tuned on 1,000 Fashion-MNIST images with --init, against the same
@@ -17,7 +16,7 @@ pretrain_epochs=${PRETRAIN_EPOCHS:-3}
 epochs=${EPOCHS:-40}
 seeds=${SEEDS:-"0 1"}
 sizes=${SIZES:-"28 56"}
-threads=${THREADS:-1}  # 1: a busy 2-core machine slows --threads 2 by 10x or more (docs/benchmarks-history.md)
+threads=${THREADS:-1}  # 1: a busy 2-core machine slows --threads 2 by 10x or more (docs/benchmarks.md, "Method")
 [ -x "$vit" ] || scripts/build.sh >/dev/null
 digits=data/font-digits
 [ -f "$digits/train-images-idx3-ubyte.gz" ] || /usr/bin/python3 scripts/bench/make_font_digits.py "$digits"

@@ -122,7 +122,7 @@ at::Tensor method_scores(VisionTransformer& model, const at::Tensor& inputs,
     case FaithfulnessMethod::kGradXInput:
     case FaithfulnessMethod::kIntegratedGradients:
     case FaithfulnessMethod::kSmoothGrad: {
-      // The pixel methods carry `vit saliency`'s names.
+      // The pixel methods have `vit saliency`'s names.
       const auto pixels =
           enum_named<SaliencyMethod>(faithfulness_method_name(method), "faithfulness method");
       const auto saliency = compute_saliency(model, inputs, pixels, classes, rollout.source);

@@ -18,7 +18,7 @@ constexpr uint8_t kApp1 = 0xe1;
 constexpr uint16_t kOrientationTag = 0x0112;
 constexpr uint16_t kShortType = 3;
 
-// Start-of-frame markers carry the image's size: every SOFn but DHT (c4),
+// Start-of-frame markers hold the image's size: every SOFn but DHT (c4),
 // JPG (c8) and DAC (cc), which share their range.
 bool is_frame_header(uint8_t marker) {
   return marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;

@@ -1,7 +1,7 @@
 // The Event and Summary messages are encoded here by hand, a few fields of
 // protobuf's wire format, rather than through libprotobuf: that would need
 // protoc and TensorFlow's .proto files at build time, and pip's LibTorch
-// carries its own protobuf, whose symbols a second copy in the same process
+// bundles its own protobuf, whose symbols a second copy in the same process
 // can clash with. CRC-32C is a table of 256 entries for the same reason of
 // dependencies (the GPU machines lack libcrc32c); the events are a few
 // hundred bytes a validation, so its speed does not matter.

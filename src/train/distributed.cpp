@@ -24,7 +24,7 @@ namespace vit {
 namespace {
 
 // LibTorch 2 split the process group into a front (ProcessGroup) and the
-// backends behind it; the backend class carries the collectives we call.
+// backends behind it; the backend class holds the collectives we call.
 #if TORCH_VERSION_MAJOR >= 2
 using Backend = c10d::Backend;
 #else
@@ -44,7 +44,7 @@ int parse_int(const char* name, const char* text, int low, int high) {
   return static_cast<int>(value);
 }
 
-// c10::Error's what() carries a backtrace; its first line says what happened.
+// c10::Error's what() holds a backtrace; its first line says what happened.
 std::string first_line(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   const std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();

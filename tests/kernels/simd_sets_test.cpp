@@ -26,7 +26,7 @@ float float_of_bits(uint32_t bits) {
 
 // Values whose narrowing to bf16 is easy to get wrong: exact ties (half a
 // bf16 step above a bf16 value, with an even and with an odd last bit), the
-// floats just beside them, values that carry into the exponent or overflow
+// floats just beside them, values that round up into the exponent or overflow
 // to infinity, both signs, and a row's length that leaves a partial vector.
 std::vector<float> narrowing_cases() {
   std::vector<float> v;

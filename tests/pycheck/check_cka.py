@@ -17,7 +17,7 @@ form ||Yc^T Xc||_F^2 / (||Xc^T Xc||_F ||Yc^T Yc||_F), 1 for X with itself,
 invariance to an orthogonal transform and to scaling of either side.
 
 Models A (cls pooling, RGB) and B (mean pooling, gray, plain timm file given
---config; its --against model carries vit_config), six images each that
+--config; its --against model holds vit_config), six images each that
 differ in a few smooth patterns (random noise alone would put every CKA near
 1). The Python matrix must span more than 100x the tolerance, and move by
 more than 5x the tolerance when the class token is left out.

@@ -26,7 +26,7 @@ shapes and the end points are checked: deletion[0] = insertion[last] = the
 intact images' mean probability, deletion[last] = insertion[0] = the
 all-zero image's; and its areas against its own curves. faithfulness.csv
 must list the methods in the documented order (rollout, grad, grad-x-input,
-grad-rollout, integrated-gradients, smoothgrad, random); the JSON object's keys carry no order.
+grad-rollout, integrated-gradients, smoothgrad, random); the JSON object's keys have no order.
 
 Each model is run with the default step (the one faithfulness.json names)
 and with --step 2; B also with --class 1. The Python reference runs in

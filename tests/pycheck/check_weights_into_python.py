@@ -57,7 +57,7 @@ def check(report, vit, work, generator):
     state, metadata, dtypes = vitpy.read_safetensors(work / "exported.safetensors")
     report.equal("every exported tensor is F32", sorted(set(dtypes.values())), ["F32"])
     stored = json.loads(metadata["vit_config"])
-    report.equal("__metadata__ vit_config carries the trained architecture",
+    report.equal("__metadata__ vit_config holds the trained architecture",
                  {k: stored["model"][k] for k in MODEL}, MODEL)
     report.equal("__metadata__ class_names", json.loads(metadata.get("class_names", "null")), CLASSES)
 

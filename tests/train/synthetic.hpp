@@ -1,7 +1,7 @@
 #pragma once
 // A small, learnable dataset for trainer tests: four textures on noisy 8x8
 // gray images (row stripes, column stripes, checkerboard, flat). Every patch
-// carries the class, so a one-block ViT learns it in a few dozen steps.
+// holds the class, so a one-block ViT learns it in a few dozen steps.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -148,7 +148,7 @@ TEST_F(TrainerTest, ResumingAnOldCheckpointContinuesTheRecordedRunTime) {
   }
   auto records = MetricsLog::read(run("old") + "/metrics.jsonl");
   ASSERT_EQ(records.size(), 1u);
-  records[0].elapsed_s = 1000.0;  // as if the first session had taken that long
+  records[0].elapsed_s = 1000.0;  // as if the first run had taken that long before its resume
   {
     MetricsLog rewritten(run("old"), /*keep_up_to_step=*/-1);
     rewritten.append(records[0]);

@@ -257,7 +257,7 @@ nlohmann::json write_patch(OpenedModel& opened, const PatchOptions& o) {
 std::shared_ptr<PatchOptions> register_patch(Cli& cli) {
   auto [options, cmd] = add_command<PatchOptions>(
       cli, "patch",
-      "Activation patching: which residual positions and heads carry a prediction from a clean "
+      "Activation patching: which residual positions and heads move a prediction from a clean "
       "image into a corrupt one",
       on_opened_model(write_patch));
   add_model_source_options(*cmd, options->model, /*reads_data=*/true, OutFolder::kBesideCheckpoint,

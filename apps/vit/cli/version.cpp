@@ -22,7 +22,7 @@ std::string build_setting(const std::string& key) {
   return config.substr(start, config.find_first_of(", \n", start) - start);
 }
 
-// pip's LibTorch carries MKL inside, which its build settings name. Debian's
+// pip's LibTorch bundles MKL, which its build settings name. Debian's
 // ("generic") reaches BLAS through the libblas.so.3 alternative, so the
 // library in use is whichever that is: OpenBLAS names itself and its file.
 // (OpenBLAS may be loaded on the pip line too, for OpenCV; LibTorch does not

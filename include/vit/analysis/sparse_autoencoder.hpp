@@ -4,7 +4,7 @@
 // al., 2024) or a ReLU SAE with an L1 penalty, trained on patch tokens:
 //   z = act(W_enc^T (x - b_dec) + b_enc),  x_hat = W_dec^T z + b_dec,
 // act = ReLU of the k largest pre-activations (TopK), or ReLU. Each feature's
-// decoder row is kept at unit norm, so z carries the feature's size.
+// decoder row is kept at unit norm, so z holds the feature's size.
 //
 // Shape key: n tokens, D width, F features, B images, P patches, K classes.
 #include <cstdint>

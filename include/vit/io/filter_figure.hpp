@@ -11,7 +11,7 @@ namespace vit::io {
 // One component (C*P*P), flattened like timm's weight (channel, row, column) ->
 // uint8 (C, P, P), stretched so its smallest entry is 0 and its largest 255
 // (all equal: mid-gray). Each tile has its own scale, as in the paper: a
-// component's sign and size carry no meaning, its pattern does.
+// component's sign and size mean nothing, its pattern does.
 at::Tensor filter_tile(const at::Tensor& component, int64_t channels, int64_t patch_size);
 
 struct FilterFigureOptions {

@@ -16,7 +16,7 @@ struct JpegHeader {
   int orientation = 1;  // EXIF tag 0x0112, 1..8 (1 when absent or out of range)
   // The bytes of DCT coefficients libjpeg holds for the whole image before
   // it can give a row: for a progressive file, or one whose first scan
-  // carries fewer than all its components; 0 for the others, which decode
+  // holds fewer than all its components; 0 for the others, which decode
   // row by row.
   int64_t coefficient_bytes = 0;
 

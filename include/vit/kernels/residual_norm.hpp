@@ -6,7 +6,7 @@
 //
 // Apart, the norm reads z back from memory after the residual wrote it, and
 // backward autograd adds the norm's gradient of z to the one the residual
-// stream carries (a pass over three fp32 tensors) before the residual's
+// stream holds (a pass over three fp32 tensors) before the residual's
 // backward reads the sum again. On CPUs with AVX2 or AVX-512 a kernel of our
 // own (kernels/simd/residual_norm.inc) does each direction in one pass, with
 // the same arithmetic as the two kernels: the results are the same bits.

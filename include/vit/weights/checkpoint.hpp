@@ -31,7 +31,7 @@ struct CheckpointMeta {
   int64_t validations_since_best = 0;    // early-stopping counter
   bool finished = false;                 // the run ended (epochs done or patience exhausted)
   std::string stop_reason;               // why it ended, when finished
-  double elapsed_s = 0;                  // run time up to this checkpoint, over all sessions
+  double elapsed_s = 0;                  // run time up to this checkpoint, over every resumed run
   // The trainer's own records in the same JSON object (train/running_totals.hpp
   // reads and writes them), carried here unread: every key that is not one above.
   nlohmann::json trainer = nlohmann::json::object();

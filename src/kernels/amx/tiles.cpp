@@ -12,7 +12,7 @@
 #define VIT_AMX_ON_LINUX 0
 #endif
 
-// The tile instructions, in functions that carry their target: the project
+// The tile instructions, in functions that hold their target attribute: the project
 // builds for x86-64 without AMX, and these run only where tiles_usable().
 #define VIT_AMX __attribute__((target("amx-tile,amx-bf16")))
 

@@ -36,7 +36,7 @@ void launch_residual_layer_norm_forward(HalfType type, const void* x, const void
 // `multiprocessors` SMs: about four a SM, at most one row a warp.
 int64_t residual_layer_norm_backward_blocks(int64_t rows, int multiprocessors);
 
-// dn, dz, z and dx as x above; dz null: the stream carries no gradient of its
+// dn, dz, z and dx as x above; dz null: the stream has no gradient of its
 // own (dx is the norm's alone). partials: (blocks, 2, d) fp32, [b][0] the
 // weight's sums and [b][1] the bias's over block b's rows.
 void launch_residual_layer_norm_backward(HalfType type, const void* dn, const void* dz,

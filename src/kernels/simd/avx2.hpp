@@ -1,10 +1,10 @@
 #pragma once
 // 8 fp32 lanes in AVX2 and FMA: the functions of avx512.hpp, with the same
 // meaning lane by lane, for CPUs without AVX-512 (AMD Zen 2 and 3, Intel's
-// client cores). Each carries the target attribute; see avx512.hpp.
+// client cores). Each has the target attribute; see avx512.hpp.
 //
 // AVX2 has masked loads and stores for 32-bit lanes only, so a mask also
-// carries its lane count: full vectors take plain loads and stores, and a
+// knows its lane count: full vectors take plain loads and stores, and a
 // row's bf16 tail goes through a small buffer.
 #include <cstdint>
 #include <cstring>

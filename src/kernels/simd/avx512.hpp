@@ -6,7 +6,7 @@
 //   narrowing store to bf16 by one vcvtneps2bf16 instead of eight integer
 //   instructions (AMD Zen 4 and 5, Intel's Cooper Lake and every Xeon with
 //   AMX).
-// Each function carries its set's target attribute, so this builds with the
+// Each function has its set's target attribute, so this builds with the
 // project's flags and runs only where simd_level() chose that set. avx2.hpp
 // has the same functions on 8 lanes.
 #include <cstdint>
