@@ -59,19 +59,46 @@ void for_each_field(C& c, F&& f) {
   f("model.dim_head", m.dim_head, "width of each head; 0 = dim / heads");
   f("model.mlp_dim", m.mlp_dim, "hidden width of each block's MLP");
   f("model.pool", m.pool,
-    "what the head reads: the class token (cls) or the mean of the patch tokens (mean)");
+    "what the head reads (timm's global_pool): the class token (cls, or timm's token), the mean "
+    "of the patch tokens (mean, or avg), or an attention pool's latent query over the patch "
+    "tokens (map, SigLIP's attn_pool)");
   f("model.qkv_bias", m.qkv_bias, "bias on the fused q/k/v projection (timm: true)");
   f("model.dropout", m.dropout, "dropout after the attention projection and in the MLP, [0, 1)");
   f("model.emb_dropout", m.emb_dropout, "dropout after adding the position embedding, [0, 1)");
   f("model.attn_dropout", m.attn_dropout, "dropout on the attention probabilities, [0, 1)");
-  f("model.layer_norm_eps", m.layer_norm_eps, "LayerNorm's epsilon (timm's ViT: 1e-6), > 0");
+  f("model.layer_norm_eps", m.layer_norm_eps,
+    "LayerNorm's epsilon (timm's ViT: 1e-6; CLIP: 1e-5), > 0");
   f("model.drop_path", m.drop_path,
     "stochastic depth: each block's residual branches are dropped per image with a rate rising "
     "linearly from 0 to this at the last block (timm's drop_path_rate), [0, 1)");
   f("model.registers", m.registers,
-    "learned register tokens after the class token (Darcet et al., 2024; timm's reg_token), "
-    "attended to but never pooled; with registers, pos_embed covers the patches only, as in "
-    "timm's register models; 0..256");
+    "learned register tokens after the class token (Darcet et al., 2024; timm's reg_tokens and "
+    "reg_token), attended to but never pooled; 0..256");
+  f("model.class_token", m.class_token,
+    "a learned class token in front of the patches (timm's class_token; false for SigLIP and "
+    "timm's *_reg*_gap_* models, which pool otherwise)");
+  f("model.distilled", m.distilled,
+    "DeiT's distillation token after the class token, read by a second head (head_dist); the "
+    "logits are the two heads' mean (timm's deit_*_distilled_*)");
+  f("model.no_embed_class", m.no_embed_class,
+    "the prefix tokens (class, distillation, registers) go in front unembedded and pos_embed "
+    "covers the patches alone (timm's no_embed_class: DeiT III, DINOv2 with registers); "
+    "\"auto\": exactly when there are registers");
+  f("model.pre_norm", m.pre_norm,
+    "a LayerNorm (norm_pre) on the embedded tokens before the first block (timm's pre_norm, "
+    "CLIP)");
+  f("model.fc_norm", m.fc_norm,
+    "the final LayerNorm after pooling (fc_norm) instead of on every token (norm), as timm's "
+    "fc_norm (its default with avg pooling)");
+  f("model.init_values", m.init_values,
+    "LayerScale (Touvron et al., 2021): each residual branch scaled per channel by a learned "
+    "gamma (ls1, ls2) that starts at this value (timm's init_values; DINOv2 1e-5, DeiT III "
+    "1e-6); 0 = no LayerScale");
+  f("model.act_layer", m.act_layer,
+    "the MLP's activation (timm's act_layer): gelu (exact), gelu_tanh (tanh approximation) or "
+    "quick_gelu (x * sigmoid(1.702 x), OpenAI's CLIP)");
+  f("model.patch_bias", m.patch_bias,
+    "bias on the patch embedding's projection (timm: false with pre_norm, as in CLIP)");
 
   auto& d = c.data;
   f("data.dataset", d.dataset,

@@ -1,5 +1,6 @@
 // Config::validate: every value within its range, with a one-line message
 // that names the key.
+#include <cmath>
 #include <string>
 
 #include "config_fields.hpp"
@@ -31,6 +32,22 @@ void require_fraction(const std::string& path, double value, bool allow_one) {
   require(value >= 0.0 && (allow_one ? value <= 1.0 : value < 1.0),
           path + " is " + std::to_string(value) + ", expected a value in [0, 1" +
               (allow_one ? "]" : ")"));
+}
+
+// timm's VisionTransformer options that depend on one another.
+void validate_model_options(const ModelConfig& m) {
+  require(m.class_token || m.pool != Pool::kCls,
+          "model.pool is cls but model.class_token is false: there is no class token to read "
+          "(expected mean or map)");
+  require(!m.distilled || (m.class_token && m.pool == Pool::kCls && m.registers == 0),
+          "model.distilled needs model.class_token true, model.pool cls and no registers "
+          "(DeiT's layout: class token, distillation token, patches)");
+  require(m.pool != Pool::kMap || m.dim % m.heads == 0,
+          "model.pool map: model.heads " + std::to_string(m.heads) + " does not divide model.dim " +
+              std::to_string(m.dim) + " (the attention pool's heads are dim / heads wide)");
+  require(std::isfinite(m.init_values) && m.init_values >= 0,
+          "model.init_values is " + std::to_string(m.init_values) +
+              ", expected >= 0 (0 = no LayerScale)");
 }
 
 // The upper bounds (config.hpp) keep every size, and the parameter and FLOP
@@ -67,6 +84,7 @@ void validate_model(const ModelConfig& m) {
           "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
   require_fraction("model.drop_path", m.drop_path, false);
   require_range("model.registers", m.registers, 0, kMaxRegisters);
+  validate_model_options(m);
 }
 
 // A [low, high] pair with 0 < low <= high (and high <= `most` when given).

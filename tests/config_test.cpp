@@ -203,7 +203,7 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
 TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
   Config c;
   EXPECT_EQ(error_of([&] { apply_override(c, "model.pool=max"); }),
-            "invalid config: model.pool is 'max', expected cls | mean");
+            "invalid config: model.pool is 'max', expected cls | mean | map | token | avg");
   EXPECT_EQ(error_of([&] { apply_override(c, "train.precision=fp8"); }),
             "invalid config: train.precision is 'fp8', expected auto | fp32 | bf16 | fp16");
   EXPECT_EQ(error_of([&] { apply_override(c, "data.dataset=imagenet"); }),
@@ -217,8 +217,9 @@ TEST(Config, UnknownNamesOfTypedSettingsAreRefusedAsTheyAreRead) {
             "invalid config: train.dist_backend is 'mpi', expected auto | gloo | nccl");
   EXPECT_EQ(error_of([&] { apply_override(c, "analysis.head_fusion=median"); }),
             "invalid config: analysis.head_fusion is 'median', expected mean | max | min");
-  EXPECT_EQ(error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
-            "test.json: invalid config: model.pool is 'CLS', expected cls | mean");
+  EXPECT_EQ(
+      error_of([] { from(R"({"model": {"pool": "CLS"}})"); }),
+      "test.json: invalid config: model.pool is 'CLS', expected cls | mean | map | token | avg");
   EXPECT_EQ(error_of([] { from(R"({"train": {"precision": 16}})"); }),
             "test.json: config key 'train.precision': got number 16, expected a string");
   apply_override(c, "train.precision=bf16");

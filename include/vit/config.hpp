@@ -17,7 +17,12 @@ namespace vit {
 
 // Settings with a fixed set of names, parsed once when a config is read (an
 // unknown name is an error there); code compares these, never the names.
-enum class Pool { kCls, kMean };  // what the head reads
+// What the head reads (timm's global_pool): the class token, the mean of the
+// patch tokens, or an attention pool's latent query over them (SigLIP).
+enum class Pool { kCls, kMean, kMap };
+// The MLP's activation (timm's act_layer): exact GELU, GELU's tanh
+// approximation (SigLIP), or QuickGELU, x * sigmoid(1.702 x) (OpenAI's CLIP).
+enum class Activation { kGelu, kGeluTanh, kQuickGelu };
 enum class Precision { kAuto, kFp32, kBf16, kFp16 };
 enum class DatasetKind {
   kCifar10,
@@ -29,10 +34,12 @@ enum class DatasetKind {
   kSynthetic,
   kWebdataset
 };
+// A setting that a rule decides unless true or false forces it (in JSON: the
+// string "auto" or a boolean): data.stream, model.no_embed_class.
+enum class AutoSwitch { kAuto, kOn, kOff };
 // Whether training reads its images from disk every epoch (data/stream_loader)
-// instead of decoding the whole dataset into memory once: "auto" decides, true
-// and false force it (in JSON: the string "auto" or a boolean).
-enum class StreamMode { kAuto, kOn, kOff };
+// instead of decoding the whole dataset into memory once.
+using StreamMode = AutoSwitch;
 enum class OptimizerRule { kAdamW, kSgd };       // train.optimizer: "adamw" | "sgd"
 enum class PaddingMode { kZeros, kReflect };     // data.augment.padding_mode: "zeros" | "reflect"
 enum class DistBackend { kAuto, kGloo, kNccl };  // train.dist_backend: "auto" | "gloo" | "nccl"
@@ -40,8 +47,19 @@ enum class HeadFusion { kMean, kMax, kMin };     // analysis.head_fusion: "mean"
 
 template <>
 struct EnumNames<Pool> {
+  // timm's names (token, avg) read as vit's.
   static constexpr std::pair<Pool, const char*> table[] = {{Pool::kCls, "cls"},
-                                                           {Pool::kMean, "mean"}};
+                                                           {Pool::kMean, "mean"},
+                                                           {Pool::kMap, "map"},
+                                                           {Pool::kCls, "token"},
+                                                           {Pool::kMean, "avg"}};
+};
+template <>
+struct EnumNames<Activation> {
+  static constexpr std::pair<Activation, const char*> table[] = {
+      {Activation::kGelu, "gelu"},
+      {Activation::kGeluTanh, "gelu_tanh"},
+      {Activation::kQuickGelu, "quick_gelu"}};
 };
 template <>
 struct EnumNames<Precision> {
@@ -63,9 +81,9 @@ struct EnumNames<DatasetKind> {
       {DatasetKind::kWebdataset, "webdataset"}};
 };
 template <>
-struct EnumNames<StreamMode> {
-  static constexpr std::pair<StreamMode, const char*> table[] = {
-      {StreamMode::kAuto, "auto"}, {StreamMode::kOn, "true"}, {StreamMode::kOff, "false"}};
+struct EnumNames<AutoSwitch> {
+  static constexpr std::pair<AutoSwitch, const char*> table[] = {
+      {AutoSwitch::kAuto, "auto"}, {AutoSwitch::kOn, "true"}, {AutoSwitch::kOff, "false"}};
 };
 template <>
 struct EnumNames<OptimizerRule> {
@@ -88,7 +106,7 @@ struct EnumNames<HeadFusion> {
       {HeadFusion::kMean, "mean"}, {HeadFusion::kMax, "max"}, {HeadFusion::kMin, "min"}};
 };
 
-const char* name_of(Pool pool);            // "cls" | "mean"
+const char* name_of(Pool pool);            // "cls" | "mean" | "map"
 const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
 // "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder" |
 // "synthetic" | "webdataset"
@@ -112,36 +130,54 @@ inline constexpr int64_t kMaxRegisters = 256;      // register tokens
 inline constexpr int64_t kMaxClasses = 1'000'000;  // classifier outputs
 inline constexpr int64_t kMaxThreads = 1024;       // `threads` and --threads
 
+// The architecture, as timm's VisionTransformer arguments (docs/models.md):
+// each key's meaning is in the config's field table (src/config_fields.hpp,
+// docs/config.md). Sizes are counts, widths and pixels.
 struct ModelConfig {
-  int64_t image_size = 32;       // pixels, square, 1..16384 (32 for CIFAR, 224 for ImageNet)
-  int64_t patch_size = 4;        // pixels; must divide image_size; at most 65536 patches
-  int64_t channels = 3;          // 1 = gray, 3 = RGB
-  int64_t num_classes = 10;      // size of the classifier head, 2..1,000,000
-  int64_t dim = 256;             // token width D, 1..65536
-  int64_t depth = 6;             // number of transformer blocks L, 1..1024
-  int64_t heads = 8;             // attention heads H, 1..dim; heads * head_dim() <= 65536
-  int64_t dim_head = 0;          // per-head width, 0..65536; 0 = dim / heads
-  int64_t mlp_dim = 512;         // hidden width of each block's MLP, 1..65536
-  Pool pool = Pool::kCls;        // "cls" (class token) | "mean" (mean of patch tokens)
-  bool qkv_bias = true;          // bias on the fused q/k/v projection (timm: true)
-  double dropout = 0.0;          // after the attention projection and in the MLP
-  double emb_dropout = 0.0;      // after adding the position embedding
-  double attn_dropout = 0.0;     // on the attention probabilities
-  double layer_norm_eps = 1e-6;  // timm's ViT uses 1e-6
-  double drop_path = 0.0;        // stochastic depth: the last block's drop rate, linear from 0
-  int64_t registers = 0;         // register tokens R after the class token, 0..256
+  int64_t image_size = 32;
+  int64_t patch_size = 4;
+  int64_t channels = 3;
+  int64_t num_classes = 10;
+  int64_t dim = 256;
+  int64_t depth = 6;
+  int64_t heads = 8;
+  int64_t dim_head = 0;
+  int64_t mlp_dim = 512;
+  Pool pool = Pool::kCls;
+  bool qkv_bias = true;
+  double dropout = 0.0;
+  double emb_dropout = 0.0;
+  double attn_dropout = 0.0;
+  double layer_norm_eps = 1e-6;
+  double drop_path = 0.0;
+  int64_t registers = 0;
+  bool class_token = true;
+  bool distilled = false;
+  AutoSwitch no_embed_class = AutoSwitch::kAuto;
+  bool pre_norm = false;
+  bool fc_norm = false;
+  double init_values = 0.0;
+  Activation act_layer = Activation::kGelu;
+  bool patch_bias = true;
 
   int64_t grid() const { return image_size / patch_size; }  // patches per side g
   int64_t num_patches() const { return grid() * grid(); }   // g*g
-  // The tokens before the patches: the class token, then the registers.
-  int64_t prefix_tokens() const { return 1 + registers; }
+  // The tokens before the patches, in timm's order: the class token, the
+  // distillation token, the registers.
+  int64_t prefix_tokens() const { return int64_t{class_token} + int64_t{distilled} + registers; }
   int64_t tokens() const { return prefix_tokens() + num_patches(); }  // N
-  // pos_embed's rows before the patches': the class token's, or none where
-  // there are registers (timm's register models leave the prefix unembedded).
-  int64_t embedded_prefix() const { return registers > 0 ? 0 : 1; }
+  // Whether the prefix tokens go in front unembedded, pos_embed covering the
+  // patches alone: "auto" is on exactly when there are registers (timm's
+  // register models).
+  bool prefix_unembedded() const {
+    return no_embed_class == AutoSwitch::kAuto ? registers > 0 : no_embed_class == AutoSwitch::kOn;
+  }
+  // pos_embed's rows before the patches'.
+  int64_t embedded_prefix() const { return prefix_unembedded() ? 0 : prefix_tokens(); }
   int64_t position_rows() const { return embedded_prefix() + num_patches(); }
   int64_t head_dim() const { return dim_head > 0 ? dim_head : dim / heads; }
   int64_t inner_dim() const { return heads * head_dim(); }  // width of q, k, v
+  bool layer_scale() const { return init_values != 0.0; }
 };
 
 // torchvision's RandomResizedCrop, taken from the original image: a box of a

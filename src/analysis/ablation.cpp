@@ -62,7 +62,7 @@ AblationResult ablate(VisionTransformer& model, const ImageBatches& images,
   std::vector<Totals> attention(depth), mlp(depth);
   images.for_each([&](int64_t first, const at::Tensor& inputs) {
     const ResidualStream stream = residual_stream(model, inputs);
-    const auto logits = model->forward_head(stream.layers.back());  // (B, K)
+    const auto logits = model->stream_logits(stream.layers.back());  // (B, K)
     const auto classes = labels.defined()
                              ? labels.slice(0, first, first + inputs.size(0)).to(logits.device())
                              : logits.argmax(/*dim=*/1);

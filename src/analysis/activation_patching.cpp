@@ -60,8 +60,8 @@ Pairs prepare(VisionTransformer& model, const at::Tensor& clean, const at::Tenso
   p.k = corrupt_labels.to(clean.device(), torch::kLong);
   p.clean = residual_stream(model, clean, /*with_heads=*/true);
   p.corrupt = residual_stream(model, corrupt, /*with_heads=*/true);
-  const auto m_clean = metric(model->forward_head(p.clean.layers.back()), p.c, p.k);
-  p.m_corrupt = metric(model->forward_head(p.corrupt.layers.back()), p.c, p.k);
+  const auto m_clean = metric(model->stream_logits(p.clean.layers.back()), p.c, p.k);
+  p.m_corrupt = metric(model->stream_logits(p.corrupt.layers.back()), p.c, p.k);
   p.span = m_clean - p.m_corrupt;
   const auto flat = p.span.abs().lt(1e-6).nonzero();
   if (flat.size(0) > 0)
@@ -124,7 +124,7 @@ void attribution_effects(VisionTransformer& model, const at::Tensor& corrupt_ima
   const auto embedded = model->embed(corrupt_images).detach().requires_grad_(true);
   const ResidualStream run = stream_from(model, embedded, /*with_heads=*/true);
   // The metric's sum: each pair's gradient is its own (eval mode).
-  const auto logits = model->forward_head(run.layers.back());
+  const auto logits = model->stream_logits(run.layers.back());
   const auto total =
       (logits.gather(1, p.c.unsqueeze(1)) - logits.gather(1, p.k.unsqueeze(1))).sum();
   std::vector<at::Tensor> wrt(run.layers.begin(), run.layers.end());

@@ -67,7 +67,7 @@ std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStre
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> logits;
   for (const auto& layer : stream.layers)
-    logits.push_back(model->forward_head(layer));  // (B, K)
+    logits.push_back(model->stream_logits(layer));  // (B, K)
   return logits;
 }
 

@@ -72,12 +72,12 @@ at::Tensor logits_after(VisionTransformer& model, const at::Tensor& before,
   BlockPass pass;
   pass.first = ablation.block;
   pass.visitor = &edit;
-  return model->forward_head(model->forward_blocks(before, pass));  // (B, K)
+  return model->stream_logits(model->forward_blocks(before, pass));  // (B, K)
 }
 
 at::Tensor logits_from_layer(VisionTransformer& model, const at::Tensor& stream, int64_t layer) {
   torch::NoGradGuard no_grad;
-  if (layer == model->config().depth) return model->forward_head(stream);  // (B, K)
+  if (layer == model->config().depth) return model->stream_logits(stream);  // (B, K)
   return logits_after(model, stream, BlockAblation(layer));
 }
 

@@ -120,7 +120,8 @@ torch::Tensor normalize_maps(const torch::Tensor& rows, const AttentionShape& sh
 }  // namespace
 
 RolloutSource rollout_source_of(Pool pool) {
-  return pool == Pool::kMean ? RolloutSource::kPatchMean : RolloutSource::kClassToken;
+  // Without a class token (mean and map pooling), the patches' mean.
+  return pool == Pool::kCls ? RolloutSource::kClassToken : RolloutSource::kPatchMean;
 }
 
 torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,

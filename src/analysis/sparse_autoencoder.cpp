@@ -216,7 +216,7 @@ SplicedLosses spliced_losses(VisionTransformer& model, const SparseAutoencoder& 
         sae.decode(sae.encode(patches.reshape({-1, cfg.dim}).to(sae.W_enc.device())))
             .to(patches.device())
             .view(patches.sizes());
-    sums.clean += cross_entropy_sum(model->forward_head(stream.layers.back()), y);
+    sums.clean += cross_entropy_sum(model->stream_logits(stream.layers.back()), y);
     sums.spliced += cross_entropy_sum(
         logits_from_layer(model, torch::cat({prefix, reconstructed}, 1), layer), y);
     sums.zero_ablated += cross_entropy_sum(

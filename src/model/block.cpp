@@ -4,21 +4,54 @@
 #include <torch/torch.h>
 
 #include "kernel_calls.hpp"
+#include "vit/kernels/gelu.hpp"
+#include "vit/model/weight_substitution.hpp"
 
 namespace vit {
 
-MlpImpl::MlpImpl(const ModelConfig& cfg) {
-  fc1 = register_module("fc1", torch::nn::Linear(cfg.dim, cfg.mlp_dim));
-  fc2 = register_module("fc2", torch::nn::Linear(cfg.mlp_dim, cfg.dim));
-  drop = register_module("drop", torch::nn::Dropout(cfg.dropout));
+namespace {
+
+torch::Tensor activated(const torch::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kGelu:
+      return vit::gelu(x);
+    case Activation::kGeluTanh:
+      return torch::gelu(x, /*approximate=*/"tanh");
+    case Activation::kQuickGelu:
+      return x * torch::sigmoid(1.702 * x);
+  }
+  return x;
+}
+
+}  // namespace
+
+MlpImpl::MlpImpl(const ModelConfig& cfg)
+    : MlpImpl(cfg.dim, cfg.mlp_dim, cfg.act_layer, cfg.dropout) {}
+
+MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, double dropout)
+    : activation_(activation) {
+  fc1 = register_module("fc1", torch::nn::Linear(dim, hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(hidden, dim));
+  drop = register_module("drop", torch::nn::Dropout(dropout));
 }
 
 Branch MlpImpl::branch(const torch::Tensor& x) {
-  return {fc2, drop, drop(linear_gelu(fc1, x))};  // fc2 reads (B, N, M)
+  // Exact GELU goes through the fused kernels (kernel_calls' linear_gelu).
+  const auto hidden = activation_ == Activation::kGelu ? linear_gelu(fc1, x)
+                                                       : activated(linear(fc1, x), activation_);
+  return {fc2, drop, drop(hidden)};  // fc2 reads (B, N, M)
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return branch(x).applied();  // (B, N, D)
+}
+
+LayerScaleImpl::LayerScaleImpl(int64_t dim, double init_values) {
+  gamma = register_parameter("gamma", torch::full({dim}, init_values));
+}
+
+torch::Tensor LayerScaleImpl::forward(const torch::Tensor& x) const {
+  return x * compute_weight(gamma);  // (B, N, D) * (D)
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, double drop_path_rate)
@@ -27,6 +60,10 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, double drop_path_rate)
   attn = register_module("attn", Attention(cfg));
   norm2 = register_module("norm2", make_norm(cfg));
   mlp = register_module("mlp", Mlp(cfg));
+  if (cfg.layer_scale()) {
+    ls1 = register_module("ls1", LayerScale(cfg.dim, cfg.init_values));
+    ls2 = register_module("ls2", LayerScale(cfg.dim, cfg.init_values));
+  }
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
@@ -40,14 +77,17 @@ BlockResult BlockImpl::run(const Residual& x, const AttentionCall& call, BlockSk
   if (!skip.attention) attended = attn->attend(x.normalized(norm1), call);
   // For the class token alone, the residual is its own row.
   Residual h = call.queries == AttentionCall::Queries::kClassToken ? x.class_token() : x;
-  if (!skip.attention) h = add(h, attn->project(attended.merged));  // h = x + attn(norm1(x))
-  if (!skip.mlp) h = add(h, mlp->branch(h.normalized(norm2)));      // h + mlp(norm2(h))
+  if (!skip.attention) h = add(h, attn->project(attended.merged), ls1);  // x + ls1(attn(norm1(x)))
+  if (!skip.mlp) h = add(h, mlp->branch(h.normalized(norm2)), ls2);      // h + ls2(mlp(norm2(h)))
   return {std::move(h), std::move(attended.probabilities), std::move(attended.heads)};
 }
 
-Residual BlockImpl::add(const Residual& x, const Branch& branch) const {
-  if (drop_path_rate > 0 && is_training()) return x + drop_path(branch.applied());
-  return x + branch;
+Residual BlockImpl::add(const Residual& x, const Branch& branch, const LayerScale& ls) const {
+  const bool dropping = drop_path_rate > 0 && is_training();
+  if (ls.is_empty() && !dropping) return x + branch;  // the add applies the branch, fused
+  auto t = branch.applied();                          // (B, Nq, D)
+  if (!ls.is_empty()) t = ls->forward(t);
+  return x + (dropping ? drop_path(t) : t);
 }
 
 torch::Tensor BlockImpl::drop_path(const torch::Tensor& branch) const {

@@ -1,6 +1,8 @@
-// Shape key: B batch, C channels, S image side, g grid side, R registers,
-// N = 1 + R + g*g tokens, D width, H heads, Dh head width, I = H*Dh, M MLP width, K classes.
+// Shape key: B batch, C channels, S image side, g grid side, F prefix tokens,
+// N = F + g*g tokens, D width, H heads, Dh head width, I = H*Dh, M MLP width, K classes.
 #include "vit/model/vision_transformer.hpp"
+
+#include <cmath>
 
 #include <torch/torch.h>
 
@@ -27,9 +29,9 @@ void trunc_normal_(torch::Tensor& t, double std, double low = -2.0, double high 
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& cfg) {
   proj = register_module(
-      "proj",
-      torch::nn::Conv2d(
-          torch::nn::Conv2dOptions(cfg.channels, cfg.dim, cfg.patch_size).stride(cfg.patch_size)));
+      "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(cfg.channels, cfg.dim, cfg.patch_size)
+                                    .stride(cfg.patch_size)
+                                    .bias(cfg.patch_bias)));
 }
 
 torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
@@ -52,31 +54,43 @@ torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
+  const int64_t D = cfg.dim;
   patch_embed = register_module("patch_embed", PatchEmbed(cfg));
-  cls_token = register_parameter("cls_token", torch::zeros({1, 1, cfg.dim}));
+  if (cfg.class_token) cls_token = register_parameter("cls_token", torch::zeros({1, 1, D}));
+  if (cfg.distilled) dist_token = register_parameter("dist_token", torch::zeros({1, 1, D}));
   if (cfg.registers > 0)
-    reg_token = register_parameter("reg_token", torch::zeros({1, cfg.registers, cfg.dim}));
-  pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.position_rows(), cfg.dim}));
+    reg_token = register_parameter("reg_token", torch::zeros({1, cfg.registers, D}));
+  pos_embed = register_parameter("pos_embed", torch::zeros({1, cfg.position_rows(), D}));
   pos_drop = register_module("pos_drop", torch::nn::Dropout(cfg.emb_dropout));
+  if (cfg.pre_norm) norm_pre = register_module("norm_pre", make_norm(cfg));
   blocks = register_module("blocks", torch::nn::ModuleList());
   // Stochastic depth rises linearly over the blocks, 0 to model.drop_path
   // (timm's torch.linspace(0, drop_path_rate, depth)).
   for (int64_t i = 0; i < cfg.depth; ++i)
     blocks->push_back(
         Block(cfg, cfg.depth > 1 ? cfg.drop_path * double(i) / double(cfg.depth - 1) : 0.0));
-  norm = register_module("norm", make_norm(cfg));
-  head = register_module("head", torch::nn::Linear(cfg.dim, cfg.num_classes));
+  if (cfg.fc_norm)
+    fc_norm = register_module("fc_norm", make_norm(cfg));
+  else
+    norm = register_module("norm", make_norm(cfg));
+  if (cfg.pool == Pool::kMap) attn_pool = register_module("attn_pool", AttentionPool(cfg));
+  head = register_module("head", torch::nn::Linear(D, cfg.num_classes));
+  if (cfg.distilled)
+    head_dist = register_module("head_dist", torch::nn::Linear(D, cfg.num_classes));
   init_weights();
 }
 
 void VisionTransformerImpl::init_weights() {
-  // timm's scheme: truncated normal(0.02) for linear weights and the two
-  // embeddings, zero biases, LayerNorm weight 1. The patch convolution keeps
+  // timm's scheme: truncated normal(0.02) for linear weights and the
+  // embeddings, zero biases, LayerNorm weight 1, LayerScale's gammas at
+  // init_values (set where they are made). The patch convolution keeps
   // PyTorch's default (timm does the same for its patch embedding).
   torch::NoGradGuard no_grad;
-  trunc_normal_(cls_token, 0.02);
-  trunc_normal_(pos_embed, 0.02);
+  for (auto* t : {&cls_token, &dist_token, &pos_embed})
+    if (t->defined()) trunc_normal_(*t, 0.02);
   if (reg_token.defined()) reg_token.normal_(0.0, 1e-6);  // timm's init of its registers
+  if (!attn_pool.is_empty())                              // timm: std = D^-1/2
+    trunc_normal_(attn_pool->latent, 1.0 / std::sqrt(static_cast<double>(cfg_.dim)));
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* linear = module->as<torch::nn::Linear>()) {
       trunc_normal_(linear->weight, 0.02);
@@ -90,30 +104,54 @@ void VisionTransformerImpl::init_weights() {
 
 torch::Tensor VisionTransformerImpl::embed(const torch::Tensor& images) {
   auto patches = patch_embed(images);  // (B, g*g, D)
-  const auto prefix_of = [&](const torch::Tensor& t) {
-    return compute_weight(t).to(patches.scalar_type()).expand({patches.size(0), -1, -1});
-  };
-  const auto cls = prefix_of(cls_token);  // (B, 1, D)
-  if (!reg_token.defined())
-    return pos_drop(torch::cat({cls, patches}, /*dim=*/1) +
-                    compute_weight(pos_embed));  // (B, N, D)
-  // timm's register models (no_embed_class): the positions are the patches'
-  // alone, and the class token and the registers go in front unembedded.
-  return pos_drop(
-      torch::cat({cls, prefix_of(reg_token), patches + compute_weight(pos_embed)}, /*dim=*/1));
+  std::vector<torch::Tensor> tokens;   // the prefix, then the patches
+  for (const auto* prefix : {&cls_token, &dist_token, &reg_token})
+    if (prefix->defined())
+      tokens.push_back(
+          compute_weight(*prefix).to(patches.scalar_type()).expand({patches.size(0), -1, -1}));
+  const auto& positions = compute_weight(pos_embed);
+  torch::Tensor x;
+  if (cfg_.prefix_unembedded()) {  // timm's no_embed_class: the patches' positions alone
+    tokens.push_back(patches + positions);
+    x = torch::cat(tokens, /*dim=*/1);  // (B, N, D)
+  } else {
+    tokens.push_back(patches);
+    x = torch::cat(tokens, /*dim=*/1) + positions;  // (B, N, D)
+  }
+  x = pos_drop(x);
+  return norm_pre.is_empty() ? x : normalized(norm_pre, x);
 }
 
 torch::Tensor VisionTransformerImpl::pool(const torch::Tensor& tokens) {
-  return cfg_.pool == Pool::kMean ? patch_tokens(tokens).mean(1)            // (B, D)
-                                  : tokens.select(/*dim=*/1, /*index=*/0);  // (B, D)
+  switch (cfg_.pool) {
+    case Pool::kMean:
+      return patch_tokens(tokens).mean(1);  // (B, D)
+    case Pool::kMap:
+      return attn_pool(patch_tokens(tokens));  // (B, D)
+    case Pool::kCls:
+      break;
+  }
+  return tokens.select(/*dim=*/1, /*index=*/0);  // (B, D)
 }
 
 torch::Tensor VisionTransformerImpl::patch_tokens(const torch::Tensor& tokens) const {
   return tokens.slice(/*dim=*/1, /*start=*/cfg_.prefix_tokens());  // (B, g*g, D)
 }
 
-torch::Tensor VisionTransformerImpl::forward_head(const torch::Tensor& tokens) {
-  return linear(head, pool(normalized(norm, tokens)));  // (B, N, D) -> (B, D) -> (B, K)
+torch::Tensor VisionTransformerImpl::final_norm(const torch::Tensor& tokens) {
+  return norm.is_empty() ? tokens : normalized(norm, tokens);  // (B, N, D)
+}
+
+torch::Tensor VisionTransformerImpl::forward_head(const torch::Tensor& features) {
+  if (cfg_.distilled)  // DeiT at inference: the mean of the class and distillation heads
+    return (linear(head, features.select(1, 0)) + linear(head_dist, features.select(1, 1))) / 2;
+  auto pooled = pool(features);                                   // (B, D)
+  if (!fc_norm.is_empty()) pooled = normalized(fc_norm, pooled);  // (B, D)
+  return linear(head, pooled);                                    // (B, K)
+}
+
+torch::Tensor VisionTransformerImpl::stream_logits(const torch::Tensor& tokens) {
+  return forward_head(final_norm(tokens));  // (B, K)
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
@@ -124,50 +162,38 @@ torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
 
 torch::Tensor VisionTransformerImpl::forward_features(const torch::Tensor& images,
                                                       const BlockPass& pass) {
-  return forward_blocks(embed(images), pass);
+  return final_norm(forward_blocks(embed(images), pass));
 }
 
 BlockImpl& VisionTransformerImpl::block(int64_t index) {
   return *blocks[static_cast<size_t>(index)]->as<Block>();
 }
 
+// x = x + attn(norm1(x)); x = x + mlp(norm2(x)), block after block. Without a
+// visitor, each block's last add is computed with the next block's norm1 in
+// one pass (Residual), and the last block computes only the rows the head
+// reads where pass.head_rows_only asks; with one, every block runs the
+// explicit attention and the visitor reads and edits it.
 torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const BlockPass& pass) {
   const auto depth = static_cast<int64_t>(blocks->size());
   if (pass.first < 0 || pass.first > depth)
     throw Error("forward_blocks: first block " + std::to_string(pass.first) + ", expected 0.." +
                 std::to_string(depth));
-  return pass.visitor ? run_visited_blocks(std::move(tokens), pass)
-                      : run_fused_blocks(std::move(tokens), pass);
-}
-
-// x = x + attn(norm1(x)); x = x + mlp(norm2(x)), block after block. Each
-// block's last add is computed with the next block's norm1, in one pass
-// (Residual).
-torch::Tensor VisionTransformerImpl::run_fused_blocks(torch::Tensor tokens, const BlockPass& pass) {
-  const auto depth = static_cast<int64_t>(blocks->size());
+  const bool class_token_alone =
+      pass.head_rows_only && cfg_.pool == Pool::kCls && !cfg_.distilled && !pass.visitor;
   Residual x(std::move(tokens));
   for (int64_t i = pass.first; i < depth; ++i) {
     AttentionCall call;
-    if (i + 1 == depth && pass.head_rows_only && cfg_.pool == Pool::kCls)
-      call.queries = AttentionCall::Queries::kClassToken;
-    x = block(i).run(x, call).out;  // (B, N, D), or (B, 1, D): the class token
-  }
-  return x.tensor();
-}
-
-// The same blocks, each on the explicit path, with the visitor around it.
-torch::Tensor VisionTransformerImpl::run_visited_blocks(torch::Tensor tokens,
-                                                        const BlockPass& pass) {
-  const auto depth = static_cast<int64_t>(blocks->size());
-  Residual x(std::move(tokens));
-  for (int64_t i = pass.first; i < depth; ++i) {
-    AttentionCall call;
-    call.probabilities = true;
     BlockSkip skip;
-    pass.visitor->before(i, call, skip);
+    if (pass.visitor) {
+      call.probabilities = true;
+      pass.visitor->before(i, call, skip);
+    } else if (i + 1 == depth && class_token_alone) {
+      call.queries = AttentionCall::Queries::kClassToken;
+    }
     BlockResult r = block(i).run(x, call, skip);
-    pass.visitor->after(i, r);
-    x = std::move(r.out);  // (B, N, D)
+    if (pass.visitor) pass.visitor->after(i, r);
+    x = std::move(r.out);  // (B, N, D), or (B, 1, D): the class token
   }
   return x.tensor();
 }
@@ -196,15 +222,21 @@ LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Te
 }
 
 int64_t count_parameters(const ModelConfig& cfg) {
-  const int64_t D = cfg.dim, I = cfg.inner_dim(), M = cfg.mlp_dim;
-  const int64_t patch = cfg.channels * cfg.patch_size * cfg.patch_size * D + D;
-  const int64_t embeddings = (1 + cfg.registers + cfg.position_rows()) * D;
+  const int64_t D = cfg.dim, I = cfg.inner_dim(), M = cfg.mlp_dim, K = cfg.num_classes;
+  const int64_t patch =
+      cfg.channels * cfg.patch_size * cfg.patch_size * D + (cfg.patch_bias ? D : 0);
+  const int64_t embeddings = (cfg.prefix_tokens() + cfg.position_rows()) * D;
   const int64_t norm = 2 * D;
   const int64_t attention = D * 3 * I + (cfg.qkv_bias ? 3 * I : 0) + I * D + D;
   const int64_t mlp = D * M + M + M * D + D;
-  const int64_t block = 2 * norm + attention + mlp;
-  const int64_t head = D * cfg.num_classes + cfg.num_classes;
-  return patch + embeddings + cfg.depth * block + norm + head;
+  const int64_t layer_scale = cfg.layer_scale() ? 2 * D : 0;
+  const int64_t block = 2 * norm + attention + mlp + layer_scale;
+  // latent, q, kv, proj (each with a bias), norm, MLP
+  const int64_t attn_pool =
+      cfg.pool == Pool::kMap ? D + (D * D + D) + (D * 2 * D + 2 * D) + (D * D + D) + norm + mlp : 0;
+  const int64_t heads = (cfg.distilled ? 2 : 1) * (D * K + K);
+  return patch + embeddings + (cfg.pre_norm ? norm : 0) + cfg.depth * block + norm + attn_pool +
+         heads;
 }
 
 int64_t forward_flops(const ModelConfig& cfg) {
@@ -216,8 +248,11 @@ int64_t forward_flops(const ModelConfig& cfg) {
   const int64_t patch = P * cfg.channels * cfg.patch_size * cfg.patch_size * D;
   const int64_t attention = N * D * 3 * I + 2 * N * N * I + N * I * D;  // qkv, QK^T and AV, proj
   const int64_t mlp = 2 * N * D * M;
-  const int64_t head = D * cfg.num_classes;
-  return patch + cfg.depth * (attention + mlp) + head;
+  // One query over the patches: q, kv, its products, proj, the MLP on one row.
+  const int64_t attn_pool =
+      cfg.pool == Pool::kMap ? D * D + P * D * 2 * D + 2 * P * D + D * D + 2 * D * M : 0;
+  const int64_t head = (cfg.distilled ? 2 : 1) * D * cfg.num_classes;
+  return patch + cfg.depth * (attention + mlp) + attn_pool + head;
 }
 
 }  // namespace vit

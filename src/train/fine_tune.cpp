@@ -26,11 +26,11 @@ int64_t block_of(const std::string& name) {
 
 bool is_embedding(const std::string& name) {
   return starts_with(name, "patch_embed.") || name == "cls_token" || name == "reg_token" ||
-         name == "pos_embed";
+         name == "dist_token" || name == "pos_embed" || starts_with(name, "norm_pre.");
 }
 
 bool is_head(const std::string& name) {
-  return starts_with(name, "head.");
+  return starts_with(name, "head.") || starts_with(name, "head_dist.");
 }
 
 // Up to `most` names, then "... and K more", for a log line.

@@ -22,8 +22,10 @@ std::string group_name(bool decayed, double lr_scale) {
 }  // namespace
 
 bool decays(const std::string& name, const at::Tensor& parameter) {
-  // The class token, the registers and the positions are embeddings, not weights.
-  return parameter.dim() >= 2 && name != "cls_token" && name != "reg_token" && name != "pos_embed";
+  // The prefix tokens and the positions are embeddings, not weights (timm's
+  // no_weight_decay); LayerScale's gammas, norms and biases are 1-D.
+  return parameter.dim() >= 2 && name != "cls_token" && name != "reg_token" &&
+         name != "dist_token" && name != "pos_embed";
 }
 
 std::vector<ParameterGroup> parameter_groups(VisionTransformer& model, const TrainConfig& train) {

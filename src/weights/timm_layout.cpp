@@ -14,26 +14,29 @@
 namespace vit {
 namespace {
 
-// A timm layer that our architecture lacks. `layer` is its name with the
-// block index written as '*'.
+// A timm layer that the model, as configured, lacks. `layer` is its name
+// with the block index written as '*'; `setting` is the config key that adds
+// it, or nullptr where vit's architecture has no such layer.
 struct TimmExtra {
   const char* layer;
   const char* what;
+  const char* setting;
 };
 constexpr TimmExtra kTimmExtras[] = {
-    {"norm_pre", "a LayerNorm before the blocks (timm pre_norm=True, as in CLIP)"},
-    {"fc_norm", "a LayerNorm after pooling in place of 'norm' (timm fc_norm)"},
-    {"dist_token", "a DeiT distillation token"},
-    {"head_dist", "a DeiT distillation head"},
-    {"attn_pool", "an attention-pooling head (timm global_pool='map')"},
-    {"patch_embed.norm", "a LayerNorm after the patch embedding"},
-    {"blocks.*.attn.q_norm", "a LayerNorm on the queries (timm qk_norm=True)"},
-    {"blocks.*.attn.k_norm", "a LayerNorm on the keys (timm qk_norm=True)"},
-    {"blocks.*.attn.norm", "a LayerNorm inside attention (timm scale_attn_norm=True)"},
-    {"blocks.*.mlp.norm", "a LayerNorm inside the MLP (timm scale_mlp_norm=True)"},
-    {"blocks.*.ls1",
-     "LayerScale on the attention branch with gamma other than 1 (timm init_values)"},
-    {"blocks.*.ls2", "LayerScale on the MLP branch with gamma other than 1 (timm init_values)"},
+    {"norm_pre", "a LayerNorm before the blocks, as in CLIP", "model.pre_norm=true"},
+    {"fc_norm", "a LayerNorm after pooling in place of 'norm'", "model.fc_norm=true"},
+    {"dist_token", "DeiT's distillation token", "model.distilled=true"},
+    {"head_dist", "DeiT's distillation head", "model.distilled=true"},
+    {"attn_pool", "an attention-pooling head, as in SigLIP", "model.pool=map"},
+    {"blocks.*.ls1", "LayerScale on the attention branch with gamma other than 1",
+     "model.init_values > 0"},
+    {"blocks.*.ls2", "LayerScale on the MLP branch with gamma other than 1",
+     "model.init_values > 0"},
+    {"patch_embed.norm", "a LayerNorm after the patch embedding", nullptr},
+    {"blocks.*.attn.q_norm", "a LayerNorm on the queries (timm qk_norm=True)", nullptr},
+    {"blocks.*.attn.k_norm", "a LayerNorm on the keys (timm qk_norm=True)", nullptr},
+    {"blocks.*.attn.norm", "a LayerNorm inside attention (timm scale_attn_norm=True)", nullptr},
+    {"blocks.*.mlp.norm", "a LayerNorm inside the MLP (timm scale_mlp_norm=True)", nullptr},
 };
 
 std::string shape_str(at::IntArrayRef sizes) {
@@ -151,7 +154,8 @@ void check_extra(const torch::OrderedDict<std::string, at::Tensor>& params, cons
                                   : "timm layer '" + layer + "' (in " +
                                         std::to_string(it->second.size()) +
                                         (it->second.size() == 1 ? " block)" : " blocks)");
-    problems.push_back(where + " is not part of vit's architecture: " + extra.what);
+    problems.push_back(extra.setting ? where + " needs " + extra.setting + ": " + extra.what
+                                     : where + " is not part of vit's architecture: " + extra.what);
   }
   problems.insert(problems.end(), unexpected.begin(), unexpected.end());
 }

@@ -53,7 +53,7 @@ TEST_P(LogitLensModel, TheLastLayerReadsOutAsTheModelDoes) {
   EXPECT_DOUBLE_EQ(r.accuracy.back(), accuracy);
   // Layer 0 is the embeddings: its readout is the head on the normalised embeddings.
   const auto embedded = model->embed(images);
-  EXPECT_TRUE(torch::allclose(r.logits[0], model->forward_head(embedded), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(r.logits[0], model->stream_logits(embedded), 1e-5, 1e-5));
   // Token norms: the median of layer 0's 7 * 16 patch tokens.
   EXPECT_NEAR(r.norms.median[0], linear_quantile(patch_token_norms(embedded), 0.5), 1e-4);
   EXPECT_GE(r.norms.max[1], r.norms.p99[1]);

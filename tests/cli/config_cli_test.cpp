@@ -50,15 +50,16 @@ TEST(ConfigCommand, DocsConfigMdIsTheReference) {
 TEST(ConfigCommand, TheReferenceHasEveryKeyOnceWithItsDefault) {
   const std::string reference = config_reference_markdown();
   const auto keys = config_keys();
-  EXPECT_EQ(keys.size(), 87u);
+  EXPECT_EQ(keys.size(), 95u);
   for (const auto& key : keys) {
     EXPECT_NE(reference.find("| `" + key.path + "` |"), std::string::npos) << key.path;
     EXPECT_FALSE(key.meaning.empty()) << key.path;
   }
   EXPECT_NE(reference.find("| `model.depth` | integer | `6` | transformer blocks L, 1..1024 |"),
             std::string::npos);
-  EXPECT_NE(reference.find("| `model.pool` | string: cls \\| mean | `\"cls\"` | what the head "
-                           "reads: the class token (cls) or the mean of the patch tokens (mean) |"),
+  EXPECT_NE(reference.find("| `model.pool` | string: cls \\| mean \\| map \\| token \\| avg | "
+                           "`\"cls\"` | what the head reads (timm's global_pool): the class token "
+                           "(cls, or timm's token)"),
             std::string::npos);
   EXPECT_NE(reference.find("| `train.betas` | list of numbers | `[0.9,0.999]` |"),
             std::string::npos);

@@ -327,7 +327,7 @@ TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
               call.queries = AttentionCall::Queries::kClassToken;
             x = model->blocks[i]->as<Block>()->run(Residual(x), call).out.tensor();
           }
-          logits = model->forward_head(x);
+          logits = model->stream_logits(x);
         }
         auto grads = torch::autograd::grad({torch::cross_entropy_loss(logits, labels)}, params);
         grads.insert(grads.begin(), logits.detach());
@@ -362,8 +362,8 @@ TEST(VisionTransformer, ForwardIsTheHeadOfTheFeatures) {
     const auto after_first =
         model->blocks[0]->as<Block>()->forward(model->embed(images));  // (2, 17, 32)
     first_only.first = 1;
-    EXPECT_TRUE(
-        torch::allclose(model->forward_blocks(after_first, first_only), features, 1e-5, 1e-5));
+    EXPECT_TRUE(torch::allclose(model->final_norm(model->forward_blocks(after_first, first_only)),
+                                features, 1e-5, 1e-5));
     // From the end: nothing runs.
     first_only.first = 2;
     EXPECT_TRUE(torch::equal(model->forward_blocks(features, first_only), features));
@@ -409,7 +409,8 @@ TEST(VisionTransformer, AVisitorSeesEveryBlockAndItsEditsCarryOn) {
   zeroing.zero_out_of = 0;
   pass.visitor = &zeroing;
   const auto from_zeros = model->blocks[1]->as<Block>()->forward(torch::zeros({2, 17, 32}));
-  EXPECT_TRUE(torch::allclose(model->forward_features(images, pass), from_zeros, 1e-5, 1e-5));
+  EXPECT_TRUE(
+      torch::allclose(model->forward_blocks(model->embed(images), pass), from_zeros, 1e-5, 1e-5));
 
   // A skip in the last block: its output is the attention's residual sum alone.
   CountingVisitor skipping;
@@ -418,7 +419,11 @@ TEST(VisionTransformer, AVisitorSeesEveryBlockAndItsEditsCarryOn) {
   auto& last = *model->blocks[1]->as<Block>();
   const auto entering = model->blocks[0]->as<Block>()->forward(model->embed(images));
   const auto expected = entering + last.attn->forward(last.norm1(entering));
-  EXPECT_TRUE(torch::allclose(model->forward_features(images, pass), expected, 1e-5, 1e-5));
+  EXPECT_TRUE(
+      torch::allclose(model->forward_blocks(model->embed(images), pass), expected, 1e-5, 1e-5));
+  // forward_features ends with the final norm, as timm's does.
+  EXPECT_TRUE(torch::allclose(model->forward_features(images, pass), model->final_norm(expected),
+                              1e-5, 1e-5));
 }
 
 TEST(VisionTransformer, EvalOutputsSurviveSaveAndLoad) {

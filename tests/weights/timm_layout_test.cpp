@@ -130,7 +130,7 @@ TEST_F(WeightsTest, ReportsEveryProblemAtOnceAndLeavesTheModelUntouched) {
   EXPECT_TRUE(torch::equal(model->blocks[0]->as<BlockImpl>()->norm1->weight, before));
 }
 
-TEST_F(WeightsTest, RejectsTimmLayersOurArchitectureLacksEvenWhenTheyLookNeutral) {
+TEST_F(WeightsTest, TimmLayersTheConfigLacksNameTheirSettingOrAreRefused) {
   // CLIP's pre-norm with learned (non-identity) parameters.
   state_["norm_pre.weight"] = torch::full({32}, 1.5);
   state_["norm_pre.bias"] = torch::full({32}, 0.25);
@@ -142,10 +142,10 @@ TEST_F(WeightsTest, RejectsTimmLayersOurArchitectureLacksEvenWhenTheyLookNeutral
   VisionTransformer model = seeded_model(config_.model, /*seed=*/1);
   EXPECT_EQ(load_error(model, state_),
             "w.safetensors: 3 problems loading the weights into vit's model: "
-            "timm layer 'norm_pre' is not part of vit's architecture: a LayerNorm before the "
-            "blocks (timm pre_norm=True, as in CLIP); "
-            "timm layer 'fc_norm' is not part of vit's architecture: a LayerNorm after pooling in "
-            "place of 'norm' (timm fc_norm); "
+            "timm layer 'norm_pre' needs model.pre_norm=true: a LayerNorm before the blocks, as "
+            "in CLIP; "
+            "timm layer 'fc_norm' needs model.fc_norm=true: a LayerNorm after pooling in place "
+            "of 'norm'; "
             "timm layer 'blocks.*.attn.q_norm' (in 2 blocks) is not part of vit's architecture: a "
             "LayerNorm on the queries (timm qk_norm=True)");
 }
@@ -201,8 +201,8 @@ TEST_F(WeightsTest, AcceptsLayerScaleOfOnesAndRejectsAnyOtherGamma) {
   state_["blocks.1.ls2.gamma"][7] = 0.5;
   EXPECT_EQ(load_error(model, state_),
             "w.safetensors: 1 problem loading the weights into vit's model: timm layer "
-            "'blocks.*.ls2' (in 1 block) is not part of vit's architecture: LayerScale on the MLP "
-            "branch with gamma other than 1 (timm init_values)");
+            "'blocks.*.ls2' (in 1 block) needs model.init_values > 0: LayerScale on the MLP "
+            "branch with gamma other than 1");
 
   // A gamma of the wrong shape is a mismatch, even when every entry is 1.
   state_["blocks.1.ls2.gamma"] = torch::ones({32}, torch::kHalf);

@@ -42,7 +42,8 @@ struct LensResult {
   TokenNormSummary register_norms;  // the registers'; empty for a model without
 };
 
-// Each layer's logits (B,K) of one stream: the model's forward_head on every layer.
+// Each layer's logits (B,K) of one stream: the final norm and the head on every layer
+// (stream_logits).
 std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStream& stream);
 
 // The lens over every image of `images`; `labels` int64 (n) gives the

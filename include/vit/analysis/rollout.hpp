@@ -33,7 +33,8 @@ struct EnumNames<RolloutSource> {
       {RolloutSource::kClassToken, "class_token"}, {RolloutSource::kPatchMean, "patch_mean"}};
 };
 // The row a model's head reads: the class token's for pool cls, the patch
-// rows' mean for pool mean (a mean-pooled head reads every patch token).
+// rows' mean for pool mean and map (a mean-pooled head reads every patch
+// token; an attention pool reads them all too, through its own query).
 RolloutSource rollout_source_of(Pool pool);
 
 // Weights w (N) with map = w^T R: the class token's one-hot row, or 1/P on

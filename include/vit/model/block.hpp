@@ -24,20 +24,36 @@ struct BlockResult {
   torch::Tensor heads;          // (B,Nq,I) when asked for
 };
 
-// Two-layer GELU MLP. (B,N,D) -> (B,N,D)
+// Two-layer MLP with the model's activation. (B,N,D) -> (B,N,D)
 class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const ModelConfig& cfg);
+  // A `hidden`-wide MLP on `dim` tokens (the attention pool's).
+  MlpImpl(int64_t dim, int64_t hidden, Activation activation, double dropout);
   torch::Tensor forward(const torch::Tensor& x);
   // The same as a branch whose fc2 the residual add applies
-  // (Residual::operator+): drop(fc2(drop(gelu(fc1(x))))).
+  // (Residual::operator+): drop(fc2(drop(act(fc1(x))))).
   Branch branch(const torch::Tensor& x);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::Dropout drop{nullptr};
+
+ private:
+  Activation activation_;
 };
 TORCH_MODULE(Mlp);
 
-// Pre-norm transformer block: h = x + attn(norm1(x)), then h + mlp(norm2(h)).
+// LayerScale (CaiT, Touvron et al., 2021): a branch scaled per channel by a
+// learned gamma (D). (B,N,D) -> (B,N,D)
+class LayerScaleImpl : public torch::nn::Module {
+ public:
+  LayerScaleImpl(int64_t dim, double init_values);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  torch::Tensor gamma;
+};
+TORCH_MODULE(LayerScale);
+
+// Pre-norm transformer block: h = x + ls1(attn(norm1(x))), then
+// h + ls2(mlp(norm2(h))); ls1 and ls2 are the identity without LayerScale.
 class BlockImpl : public torch::nn::Module {
  public:
   // `drop_path_rate`: stochastic depth, the chance in training that an
@@ -50,12 +66,13 @@ class BlockImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
+  LayerScale ls1{nullptr}, ls2{nullptr};  // with model.init_values > 0
   double drop_path_rate = 0.0;
 
  private:
-  // x + drop_path(branch): the branch left to the add (Residual::operator+),
-  // or, when paths are dropped, computed apart and scaled.
-  Residual add(const Residual& x, const Branch& branch) const;
+  // x + drop_path(ls(branch)): the branch left to the add (Residual::operator+),
+  // or, with LayerScale or dropped paths, computed apart first.
+  Residual add(const Residual& x, const Branch& branch, const LayerScale& ls) const;
   torch::Tensor drop_path(const torch::Tensor& branch) const;  // (B, Nq, D)
 };
 TORCH_MODULE(Block);

@@ -1,9 +1,10 @@
 #pragma once
-// Vision Transformer (Dosovitskiy et al., 2020), pre-norm, timm parameter names.
+// Vision Transformer (Dosovitskiy et al., 2020), pre-norm, with timm's
+// VisionTransformer options and parameter names (docs/models.md).
 //
 // Shape key:  B batch, C channels, S image side, P patch side, g = S / P grid side,
-//             R registers, N = 1 + R + g*g tokens (the class token, the
-//             registers, then the patches), D model width,
+//             F prefix tokens (the class token, the distillation token, the
+//             R registers), N = F + g*g tokens, D model width,
 //             H heads, Dh head width, I = H * Dh attention inner width, M MLP width,
 //             K classes.
 #include <vector>
@@ -17,6 +18,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "vit/config.hpp"
+#include "vit/model/attention_pool.hpp"
 #include "vit/model/block.hpp"
 
 namespace vit {
@@ -72,36 +74,49 @@ class VisionTransformerImpl : public torch::nn::Module {
   // block computing only the rows the head reads: the same logits and
   // gradients as the full block.
   torch::Tensor forward(const torch::Tensor& images);
-  // The embeddings and every block: (B,C,S,S) -> (B,N,D), before the final norm.
+  // The embeddings, every block and the final norm: (B,C,S,S) -> (B,N,D).
   torch::Tensor forward_features(const torch::Tensor& images, const BlockPass& pass = {});
-  // The final norm, the pooling and the head: (B,N,D) -> (B,K)
-  torch::Tensor forward_head(const torch::Tensor& tokens);
+  // The pooling, fc_norm and the head (the two heads' mean, distilled):
+  // (B,N,D) -> (B,K)
+  torch::Tensor forward_head(const torch::Tensor& features);
   // The logits and every layer's attention probabilities, in one explicit pass.
   LogitsAndAttention forward_with_attention(const torch::Tensor& images);
   const ModelConfig& config() const { return cfg_; }
 
   // The pieces of forward_features:
-  torch::Tensor embed(const torch::Tensor& images);  // (B,C,S,S) -> (B,N,D): layer 0
+  // (B,C,S,S) -> (B,N,D): the prefix tokens and the embedded patches, norm_pre
+  // applied: the stream entering block 0 (layer 0).
+  torch::Tensor embed(const torch::Tensor& images);
   // The blocks from pass.first on: (B,N,D), the stream entering block
   // pass.first -> the stream after the last block.
   torch::Tensor forward_blocks(torch::Tensor tokens, const BlockPass& pass = {});
-  torch::Tensor pool(const torch::Tensor& tokens);  // (B,N,D) -> (B,D): what the head reads
-  // The patches' rows of a token sequence, after the class token and the
-  // registers: (B,N,D) -> (B,g*g,D), a view.
+  // The final norm on every token: (B,N,D) -> (B,N,D); the identity with fc_norm.
+  torch::Tensor final_norm(const torch::Tensor& tokens);
+  // A residual stream's logits: forward_head(final_norm(tokens)), the logit
+  // lens and patching's readout of any layer. (B,N,D) -> (B,K)
+  torch::Tensor stream_logits(const torch::Tensor& tokens);
+  // (B,N,D) -> (B,D): what the head reads, before fc_norm.
+  torch::Tensor pool(const torch::Tensor& tokens);
+  // The patches' rows of a token sequence, after the prefix tokens:
+  // (B,N,D) -> (B,g*g,D), a view.
   torch::Tensor patch_tokens(const torch::Tensor& tokens) const;
 
   PatchEmbed patch_embed{nullptr};
-  torch::Tensor cls_token, pos_embed;  // (1,1,D); (1,1+g*g,D), or (1,g*g,D) with registers
-  torch::Tensor reg_token;             // (1,R,D); undefined without registers
+  // (1,1,D) each where the options have them; undefined otherwise.
+  torch::Tensor cls_token, dist_token;
+  torch::Tensor reg_token;  // (1,R,D); undefined without registers
+  torch::Tensor pos_embed;  // (1,P+g*g,D): P = ModelConfig::embedded_prefix()
   torch::nn::Dropout pos_drop{nullptr};
+  torch::nn::LayerNorm norm_pre{nullptr};  // with pre_norm
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::LayerNorm norm{nullptr};     // without fc_norm
+  torch::nn::LayerNorm fc_norm{nullptr};  // with fc_norm
+  AttentionPool attn_pool{nullptr};       // with pool "map"
   torch::nn::Linear head{nullptr};
+  torch::nn::Linear head_dist{nullptr};  // distilled
 
  private:
   void init_weights();
-  torch::Tensor run_fused_blocks(torch::Tensor tokens, const BlockPass& pass);
-  torch::Tensor run_visited_blocks(torch::Tensor tokens, const BlockPass& pass);
   BlockImpl& block(int64_t index);
   ModelConfig cfg_;
 };
