@@ -71,6 +71,9 @@ class PyCheck : public ::testing::Test {
     return fs::temp_directory_path() / ("vit_pycheck_" + script + "_" + std::to_string(::getpid()));
   }
 
+  // Runs a check that needs timm (pip's torch line's python); defined below.
+  void run_timm_check(const std::string& script);
+
   void run_script(const std::string& script, bool keep_workdir = false,
                   const std::string& python = kPython) {
     ASSERT_TRUE(fs::exists(VIT_BINARY)) << VIT_BINARY << " is not built (cmake --build build)";
@@ -180,11 +183,10 @@ std::string timm_python() {
   return "";
 }
 
-// timm's register models (reg_tokens, no_embed_class): vit predict gives
-// timm's logits, and vit export gives timm's tensors back. The LibTorch 2
-// line's run has timm on CI (setup.sh --torch pip installs it), so it must
-// not skip there.
-TEST_F(PyCheck, TimmRegisterModelsGiveTimmsLogits) {
+// Runs a check that needs timm in the python of pip's torch line. The
+// LibTorch 2 line's run has timm on CI (setup.sh --torch pip installs it), so
+// it must not skip there.
+void PyCheck::run_timm_check(const std::string& script) {
   const std::string python = timm_python();
   if (python.empty()) {
     const char* ci = std::getenv("CI");
@@ -193,7 +195,20 @@ TEST_F(PyCheck, TimmRegisterModelsGiveTimmsLogits) {
                 "it (scripts/setup.sh --torch pip installs it)";
     GTEST_SKIP() << "no python with timm (scripts/setup.sh --torch pip installs it)";
   }
-  run_script("check_timm_registers", /*keep_workdir=*/false, python);
+  run_script(script, /*keep_workdir=*/false, python);
+}
+
+// timm's register models (reg_tokens, no_embed_class): vit predict gives
+// timm's logits, and vit export gives timm's tensors back.
+TEST_F(PyCheck, TimmRegisterModelsGiveTimmsLogits) {
+  run_timm_check("check_timm_registers");
+}
+
+// timm's ViT families (DINOv2 with and without registers, DeiT III, CLIP,
+// SigLIP, the *_reg*_gap_* models, DeiT distilled) open from the hub folders
+// timm writes, with timm's logits and parameter counts.
+TEST_F(PyCheck, TimmFamiliesOpenFromTheirHubFoldersWithTimmsLogits) {
+  run_timm_check("check_timm_families");
 }
 
 // A photograph-like RGB image, (3, h, w): gradients, discs and noise.

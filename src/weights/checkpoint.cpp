@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
+#include "vit/weights/hf_cache.hpp"
 #include "vit/weights/safetensors.hpp"
+#include "vit/weights/timm_hub.hpp"
 #include "vit/weights/timm_layout.hpp"
 #include "vit/weights/zip_check.hpp"
 
@@ -65,7 +67,7 @@ LoadedModel load_pt(const std::string& path, const std::optional<std::string>& c
   return loaded;
 }
 
-// Like a .pt file, a file that carries its config wins; --config must then
+// Like a .pt file, a file that holds its config wins; --config must then
 // describe the same tensors. A plain timm file has only --config to go by.
 Config safetensors_config(const std::string& path, const StringMap& metadata,
                           const std::optional<std::string>& config_path) {
@@ -85,7 +87,7 @@ Config safetensors_config(const std::string& path, const StringMap& metadata,
   return *from_file;
 }
 
-// Class names in label order; plain timm files carry none, so indices stand in.
+// Class names in label order; plain timm files have none, so indices stand in.
 std::vector<std::string> safetensors_class_names(const StringMap& metadata, int64_t num_classes,
                                                  const std::string& path) {
   if (auto names = class_names_from_metadata(metadata, num_classes, path)) return *names;
@@ -148,8 +150,18 @@ std::vector<std::string> architecture_differences(const ModelConfig& a, const Mo
   check("mlp_dim", a.mlp_dim, b.mlp_dim);
   check("qkv_bias", int(a.qkv_bias), int(b.qkv_bias));
   check("registers", a.registers, b.registers);
-  if (a.pool != b.pool)
-    diffs.push_back(std::string("pool ") + name_of(a.pool) + " vs " + name_of(b.pool));
+  check("class_token", int(a.class_token), int(b.class_token));
+  check("distilled", int(a.distilled), int(b.distilled));
+  check("no_embed_class", int(a.prefix_unembedded()), int(b.prefix_unembedded()));
+  check("pre_norm", int(a.pre_norm), int(b.pre_norm));
+  check("fc_norm", int(a.fc_norm), int(b.fc_norm));
+  check("layer_scale", int(a.layer_scale()), int(b.layer_scale()));
+  check("patch_bias", int(a.patch_bias), int(b.patch_bias));
+  const auto check_named = [&](const char* name, const char* x, const char* y) {
+    if (std::string(x) != y) diffs.push_back(std::string(name) + " " + x + " vs " + y);
+  };
+  check_named("pool", name_of(a.pool), name_of(b.pool));
+  check_named("act_layer", enum_name(a.act_layer), enum_name(b.act_layer));
   return diffs;
 }
 
@@ -216,8 +228,40 @@ CheckpointMeta meta_from_json(const std::string& text, const std::string& source
   return meta;
 }
 
+namespace {
+
+// A timm hub folder: the architecture from config.json, which --config, when
+// given, must agree with.
+LoadedModel load_hub_model(const std::string& folder,
+                           const std::optional<std::string>& config_path) {
+  const TimmHubFolder hub = read_timm_hub_folder(folder);
+  if (config_path) {
+    const auto diffs = architecture_differences(load_config(*config_path).model, hub.config.model);
+    if (!diffs.empty())
+      throw Error(folder + ": architecture differs from " + *config_path + " (" + diffs.front() +
+                  ")");
+  }
+  const SafetensorsContents contents = read_safetensors(hub.weights);
+  check_model_fits_file(hub.config.model, hub.weights, /*bytes_per_parameter=*/1);
+  LoadedModel loaded{
+      VisionTransformer(hub.config.model), hub.config,
+      safetensors_class_names(contents.metadata, hub.config.model.num_classes, hub.weights),
+      folder};
+  load_weights(loaded.model, contents.tensors, hub.weights);
+  loaded.model->eval();
+  return loaded;
+}
+
+}  // namespace
+
 LoadedModel load_model(const std::string& path, const std::optional<std::string>& config_path) {
+  if (is_hf_hub_name(path)) {
+    LoadedModel loaded = load_hub_model(resolve_hf_hub(path), config_path);
+    loaded.path = path;
+    return loaded;
+  }
   if (!fs::exists(path)) throw Error(path + ": checkpoint not found");
+  if (fs::is_directory(path)) return load_hub_model(path, config_path);
   if (fs::path(path).extension() == ".safetensors")
     return load_safetensors_model(path, config_path);
   LoadedModel loaded = load_pt(path, config_path);

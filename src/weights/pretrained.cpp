@@ -1,6 +1,7 @@
 // Shape key: D width, C channels, P patch side, g grid side, K classes.
 #include "vit/weights/pretrained.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -10,8 +11,10 @@
 
 #include "vit/error.hpp"
 #include "vit/weights/checkpoint.hpp"
+#include "vit/weights/hf_cache.hpp"
 #include "vit/weights/patch_embed_resize.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
+#include "vit/weights/timm_hub.hpp"
 #include "vit/weights/timm_layout.hpp"
 
 namespace vit {
@@ -34,18 +37,36 @@ bool is_zip_archive(const std::string& path) {
   return in.gcount() == 4 && std::string(magic, 4) == std::string("PK\x03\x04", 4);
 }
 
-// The tensors that carry the embedding width, and where in their shape it is.
-struct WidthCarrier {
+// The tensors whose shape holds the embedding width, and where in it.
+struct WidthTensor {
   const char* name;
   int64_t dim;  // index into the shape
 };
-constexpr WidthCarrier kWidthCarriers[] = {
-    {"cls_token", 2}, {"pos_embed", 2}, {"reg_token", 2}, {"patch_embed.proj.weight", 0}};
+constexpr WidthTensor kWidthTensors[] = {{"cls_token", 2},
+                                         {"pos_embed", 2},
+                                         {"reg_token", 2},
+                                         {"dist_token", 2},
+                                         {"patch_embed.proj.weight", 0}};
+
+// The rows of the file's pos_embed (1, F + g*g, D) before the patches'. A
+// square grid and fewer than 2g + 1 prefix rows (the most a timm ViT has is
+// a class and a distillation token) make F = N - floor(sqrt(N))^2.
+int64_t position_prefix_rows(const TensorMap& source) {
+  const auto it = source.find("pos_embed");
+  if (it == source.end() || it->second.dim() != 3) return 1;
+  const int64_t rows = it->second.size(1);
+  auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(rows)));
+  while (side * side > rows)
+    --side;
+  while ((side + 1) * (side + 1) <= rows)
+    ++side;
+  return rows - side * side;
+}
 
 // Fine-tuning keeps the token width: no tensor of another width can be adapted.
 void check_embedding_width(const torch::OrderedDict<std::string, at::Tensor>& params,
                            const TensorMap& source, const std::string& source_name) {
-  for (const auto& carrier : kWidthCarriers) {
+  for (const auto& carrier : kWidthTensors) {
     const auto it = source.find(carrier.name);
     const at::Tensor* mine = params.find(carrier.name);
     if (it == source.end() || mine == nullptr) continue;
@@ -129,7 +150,7 @@ at::Tensor adapted(const std::string& name, const at::Tensor& mine, const at::Te
 void plan_parameter(const std::string& name, const at::Tensor& mine, const TensorMap& source,
                     const InitOptions& options, Plan& plan) {
   const auto it = source.find(name);
-  const bool head = starts_with(name, "head.");
+  const bool head = starts_with(name, "head.") || starts_with(name, "head_dist.");
   if (head && options.new_head) {
     plan.zeros.push_back(mine);
     plan.report.reinitialised.push_back(name + " " + shape_of(mine) +
@@ -184,6 +205,8 @@ void plan_parameter(const std::string& name, const at::Tensor& mine, const Tenso
 }  // namespace
 
 TensorMap read_pretrained_tensors(const std::string& path) {
+  if (is_hf_hub_name(path)) return read_pretrained_tensors(resolve_hf_hub(path));
+  if (fs::is_directory(path)) return read_safetensors(read_timm_hub_folder(path).weights).tensors;
   if (!fs::is_regular_file(path)) throw Error(path + ": weights file not found");
   if (fs::path(path).extension() == ".safetensors") return read_safetensors(path).tensors;
   if (!is_zip_archive(path))
@@ -193,6 +216,21 @@ TensorMap read_pretrained_tensors(const std::string& path) {
   return state_tensors(load_model(path).model);
 }
 
+std::optional<ModelConfig> pretrained_architecture(const std::string& path,
+                                                   const ModelConfig& config) {
+  const bool hub = is_hf_hub_name(path) || fs::is_directory(path);
+  if (!hub) return std::nullopt;
+  ModelConfig m =
+      read_timm_hub_folder(is_hf_hub_name(path) ? resolve_hf_hub(path) : path).config.model;
+  m.image_size = config.image_size;
+  m.num_classes = config.num_classes;
+  m.dropout = config.dropout;
+  m.emb_dropout = config.emb_dropout;
+  m.attn_dropout = config.attn_dropout;
+  m.drop_path = config.drop_path;
+  return m;
+}
+
 InitReport init_from_pretrained(VisionTransformer& model, const TensorMap& source,
                                 const std::string& source_name, const InitOptions& options) {
   const auto params = model->named_parameters();
@@ -200,7 +238,7 @@ InitReport init_from_pretrained(VisionTransformer& model, const TensorMap& sourc
   check_embedding_width(params, source, source_name);
   Plan plan;
   plan.model_prefix_rows = model->config().embedded_prefix();
-  plan.file_prefix_rows = source.count("reg_token") > 0 ? 0 : 1;
+  plan.file_prefix_rows = position_prefix_rows(source);
   for (const auto& p : params)
     plan_parameter(p.key(), p.value(), source, options, plan);
   for (const auto& [name, tensor] : source) {

@@ -128,7 +128,7 @@ std::shared_ptr<CkaOptions> register_cka(Cli& cli) {
                      std::to_string(kCkaSamples));
   cmd->add_option("--against", options->against,
                   "a second checkpoint of the same architecture: its layers are the columns")
-      ->check(CLI::ExistingFile);
+      ->check(checkpoint_source());
   return options;
 }
 

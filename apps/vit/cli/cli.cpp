@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -12,6 +13,7 @@
 #include "vit/error.hpp"
 #include "vit/infer/precision.hpp"
 #include "vit/terminal_log.hpp"
+#include "vit/weights/hf_cache.hpp"
 
 namespace vit::cli {
 
@@ -27,11 +29,22 @@ void add_common_options(CLI::App& cmd, CommonOptions& options) {
   cmd.add_flag("-v,--verbose", options.verbose, "log debug detail")->excludes(quiet);
 }
 
+CLI::Validator checkpoint_source() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (is_hf_hub_name(value) || std::filesystem::exists(value)) return "";
+        return "Path does not exist: " + value;
+      },
+      "PATH or hf-hub:ORG/NAME");
+}
+
 void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoint,
                             std::optional<std::string>& config, bool reads_data) {
   cmd.add_option("--checkpoint", checkpoint,
-                 "checkpoint (.pt or .safetensors; default runs/latest/best.pt)")
-      ->check(CLI::ExistingFile);
+                 "checkpoint: a .pt, a .safetensors, a timm hub folder (config.json and "
+                 "model.safetensors) or hf-hub:ORG/NAME[@REVISION] in the Hugging Face cache; "
+                 "default runs/latest/best.pt")
+      ->check(checkpoint_source());
   cmd.add_option("--config", config,
                  std::string("config giving a timm .safetensors file's architecture") +
                      (reads_data ? " and data" : "") + ": a file, or a shipped config's name")

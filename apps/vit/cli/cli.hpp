@@ -53,8 +53,12 @@ CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, Target& tar
           help)
       ->check(CLI::IsMember(names));
 }
-// --checkpoint CKPT (an existing file; default runs/latest/best.pt) and --config
-// FILE (a timm .safetensors file's architecture, and its data when `reads_data`).
+// What --checkpoint, --against and --init take: an existing file or folder
+// (a timm hub folder), or hf-hub:ORG/NAME[@REVISION] in the Hugging Face cache.
+CLI::Validator checkpoint_source();
+// --checkpoint CKPT (see checkpoint_source; default runs/latest/best.pt) and
+// --config FILE (a timm .safetensors file's architecture, and its data when
+// `reads_data`).
 void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoint,
                             std::optional<std::string>& config, bool reads_data);
 // --precision auto | fp32 | bf16 | fp16: the autocast of an inference command.

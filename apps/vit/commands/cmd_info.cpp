@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/config_files.hpp"
@@ -13,6 +14,7 @@
 #include "vit/infer/precision.hpp"
 #include "vit/model/vision_transformer.hpp"
 #include "vit/weights/checkpoint.hpp"
+#include "vit/weights/timm_hub.hpp"
 
 namespace vit::cli {
 
@@ -34,7 +36,9 @@ nlohmann::json describe(const Config& c) {
           {"channels", m.channels},
           {"grid", m.grid()},
           {"tokens", m.tokens()},
+          {"prefix_tokens", m.prefix_tokens()},
           {"registers", m.registers},
+          {"family", model_family(m)},
           {"dim", m.dim},
           {"depth", m.depth},
           {"heads", m.heads},
@@ -44,6 +48,27 @@ nlohmann::json describe(const Config& c) {
           {"pool", name_of(m.pool)},
           {"qkv_bias", m.qkv_bias},
           {"num_classes", m.num_classes}};
+}
+
+// "1 class token + 4 registers": the tokens before the patches.
+std::string prefix_text(const ModelConfig& m) {
+  std::vector<std::string> parts;
+  if (m.class_token) parts.emplace_back("1 class token");
+  if (m.distilled) parts.emplace_back("1 distillation token");
+  if (m.registers > 0) parts.push_back(fmt::format("{} registers", m.registers));
+  return parts.empty() ? "no prefix tokens" : fmt::format("{}", fmt::join(parts, " + "));
+}
+
+// "LayerScale 1e-05, norm_pre, ...": the options beyond the 2020 ViT.
+std::string options_text(const ModelConfig& m) {
+  std::vector<std::string> parts;
+  if (m.layer_scale()) parts.push_back(fmt::format("LayerScale {:g}", m.init_values));
+  if (m.prefix_unembedded()) parts.emplace_back("prefix unembedded");
+  if (m.pre_norm) parts.emplace_back("norm_pre");
+  if (m.fc_norm) parts.emplace_back("fc_norm");
+  if (!m.patch_bias) parts.emplace_back("no patch bias");
+  if (m.act_layer != Activation::kGelu) parts.emplace_back(enum_name(m.act_layer));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 // 86540008 -> "86,540,008"
@@ -56,18 +81,17 @@ std::string with_commas(int64_t n) {
 
 void print_text(const Config& c) {
   const auto& m = c.model;
-  std::cout << fmt::format("{}: Vision Transformer\n", c.name)
+  std::cout << fmt::format("{}: Vision Transformer ({})\n", c.name, model_family(m))
             << fmt::format("  input      {}x{}x{} ({} channel{})\n", m.channels, m.image_size,
                            m.image_size, m.channels, m.channels == 1 ? "" : "s")
-            << fmt::format(
-                   "  patches    {}x{} px -> {}x{} grid = {} patches + 1 class token{} = {} "
-                   "tokens\n",
-                   m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
-                   m.registers > 0 ? fmt::format(" + {} registers", m.registers) : "", m.tokens())
+            << fmt::format("  patches    {}x{} px -> {}x{} grid = {} patches + {} = {} tokens\n",
+                           m.patch_size, m.patch_size, m.grid(), m.grid(), m.num_patches(),
+                           prefix_text(m), m.tokens())
             << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n",
                            m.dim, m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
             << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,
                            m.qkv_bias ? "on" : "off", name_of(m.pool), m.num_classes)
+            << fmt::format("  options    {}\n", options_text(m))
             << fmt::format("  parameters {}\n", with_commas(count_parameters(m)))
             << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n",
                            with_commas(forward_flops(m)), forward_flops(m) / 1e9);
@@ -135,8 +159,10 @@ std::shared_ptr<InfoOptions> register_info(Cli& cli) {
       ->add_option("--config", options->config,
                    "JSON config file, or a shipped config's name (vit config --list)")
       ->transform(config_file());
-  source->add_option("--checkpoint", options->checkpoint, "checkpoint (.pt or .safetensors)")
-      ->check(CLI::ExistingFile);
+  source
+      ->add_option("--checkpoint", options->checkpoint,
+                   "checkpoint: a .pt, a .safetensors, or a timm hub folder")
+      ->check(checkpoint_source());
   source->require_option();  // at least one of the two
   cmd->add_option("--set", options->overrides, "override a --config key, e.g. --set model.depth=8");
   cmd->add_flag("--json", options->json, "print JSON instead of text");

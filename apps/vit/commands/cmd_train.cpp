@@ -26,6 +26,7 @@
 #include "vit/train/stop_signal.hpp"
 #include "vit/train/trainer.hpp"
 #include "vit/train/training_checkpoint.hpp"
+#include "vit/weights/pretrained.hpp"
 
 namespace vit::cli {
 namespace {
@@ -56,6 +57,17 @@ Config resolve_config(const TrainOptions& o) {
           "vit train: --init and --resume are exclusive (--init starts a new run from "
           "pretrained weights; --resume continues a run with its own)");
     c.train.init = *o.init;
+  }
+  if (!c.train.init.empty()) {
+    if (const auto architecture = pretrained_architecture(c.train.init, c.model)) {
+      c.model = *architecture;
+      c.validate();
+      spdlog::info(
+          "train.init {}: its architecture (dim {}, depth {}, heads {}, {} registers, "
+          "LayerScale {}), with the config's image_size {} and num_classes {}",
+          c.train.init, c.model.dim, c.model.depth, c.model.heads, c.model.registers,
+          c.model.layer_scale() ? "on" : "off", c.model.image_size, c.model.num_classes);
+    }
   }
   return c;
 }
@@ -209,8 +221,9 @@ std::shared_ptr<TrainOptions> register_train(Cli& cli) {
                   "continue from a checkpoint, e.g. runs/latest/last.pt")
       ->check(CLI::ExistingFile);
   cmd->add_option("--init", options->init,
-                  "start from pretrained weights: a vit .pt or timm .safetensors (train.init)")
-      ->check(CLI::ExistingFile);
+                  "start from pretrained weights: a vit .pt, a timm .safetensors, a timm hub "
+                  "folder or hf-hub:ORG/NAME (train.init)")
+      ->check(checkpoint_source());
   cmd->add_option("--profile", options->profile,
                   "record steps 11.. with LibTorch's profiler: FILE gets each operator's time per "
                   "step (JSON), FILE.trace.json a Chrome trace");

@@ -12,6 +12,7 @@
 //   - head with another num_classes (or new_head): zeros, as the ViT paper
 //     does for fine-tuning, so training starts from uniform predictions.
 // A file whose embedding width differs cannot be adapted and is an error.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ struct InitReport {
 // the model they come from) or of a .safetensors file (timm's names), on the
 // CPU. Throws vit::Error for a file that is neither.
 TensorMap read_pretrained_tensors(const std::string& path);
+
+// Fine-tuning from a timm hub folder (or hf-hub:NAME), which names its
+// architecture: the folder's architecture with the run's input size, classes
+// and regularisation (image_size, num_classes, the dropouts, drop_path) from
+// `config`; nullopt for a file, whose architecture the config gives.
+std::optional<ModelConfig> pretrained_architecture(const std::string& path,
+                                                   const ModelConfig& config);
 
 // Copies `source` into `model` under NoGradGuard, as described above. Errors
 // name `source_name`: a width mismatch names both shapes; a source with no
