@@ -10,7 +10,10 @@ with the architecture, model_args and pretrained_cfg, beside
 model.safetensors). `vit predict --checkpoint FOLDER --json --precision fp32`
 must give timm's logits within 1e-4 of the largest, with the folder's own
 preprocessing (pretrained_cfg's mean and std); `vit info --json` must count
-timm's parameters exactly; and `vit export --format timm-hub` must write a
+timm's parameters exactly; `vit attn-distance` and `vit rollout` must give
+the distances and maps that timm's own attention probabilities give (the
+prefix tokens left out, rollout read from the class token, or from the
+patches' mean without one); and `vit export --format timm-hub` must write a
 folder that timm opens (local-dir:) with the same logits.
 """
 
@@ -24,16 +27,20 @@ from timm.models._hub import save_for_hf
 import vitpy
 
 TOLERANCE = 1e-4  # of the largest logit: fp32 through two blocks, far above its rounding
+# attn_distance.json holds 4 decimals (5e-5 px); rollout.json 6 (5e-7), and the
+# two sides' fp32 attention differ by about 1e-6 of a probability.
+DISTANCE_TOLERANCE = 1e-4
+ROLLOUT_TOLERANCE = 1e-5
 FAMILIES = [  # (architecture, image size): a multiple of the patch, a few patches a side
-    ("vit_small_patch16_224", 32),
-    ("vit_small_patch14_dinov2", 28),
-    ("vit_small_patch14_reg4_dinov2", 28),
-    ("deit3_small_patch16_224", 32),
-    ("vit_base_patch16_clip_224", 32),
-    ("vit_base_patch16_clip_quickgelu_224", 32),
-    ("vit_base_patch16_siglip_224", 32),
-    ("vit_medium_patch16_reg4_gap_256", 32),
-    ("deit_small_distilled_patch16_224", 32),
+    ("vit_small_patch16_224", 64),
+    ("vit_small_patch14_dinov2", 56),
+    ("vit_small_patch14_reg4_dinov2", 56),
+    ("deit3_small_patch16_224", 64),
+    ("vit_base_patch16_clip_224", 64),
+    ("vit_base_patch16_clip_quickgelu_224", 64),
+    ("vit_base_patch16_siglip_224", 64),
+    ("vit_medium_patch16_reg4_gap_256", 64),
+    ("deit_small_distilled_patch16_224", 64),
 ]
 
 
@@ -44,6 +51,41 @@ def hub_folder(work, name, size, generator):
     save_for_hf(model, str(folder), safe_serialization=True)
     (folder / "pytorch_model.bin").unlink(missing_ok=True)
     return model, folder
+
+
+def timm_attention(model, x):
+    """Every block's attention probabilities (B, H, N, N), from timm's explicit
+    softmax: the input of each attention's attn_drop."""
+    seen = []
+    hooks = []
+    for block in model.blocks:
+        block.attn.fused_attn = False
+        hooks.append(block.attn.attn_drop.register_forward_hook(
+            lambda module, inputs, output: seen.append(inputs[0].detach())))
+    with torch.no_grad():
+        model(x)
+    for hook in hooks:
+        hook.remove()
+    return seen
+
+
+def check_analyses(report, vit, work, what, model, folder, x, images):
+    """vit rollout and vit attn-distance on the family, against the same
+    analyses of timm's own attention probabilities."""
+    attentions = timm_attention(model, x)
+    prefix = model.num_prefix_tokens
+    patch = model.patch_embed.patch_size[0]
+    out = work / f"{folder.name}-distance"
+    vitpy.run_vit(vit, "attn-distance", "--checkpoint", folder, "--images", *images, "--out", out)
+    distance = json.loads((out / "attn_distance.json").read_text())["distance"]
+    report.close(f"{what}: vit attn-distance vs timm's attention", distance,
+                 vitpy.mean_attention_distance(attentions, patch, prefix=prefix), DISTANCE_TOLERANCE)
+    out = work / f"{folder.name}-rollout"
+    vitpy.run_vit(vit, "rollout", "--checkpoint", folder, "--images", *images, "--out", out)
+    masks = [m["mask"] for m in json.loads((out / "rollout.json").read_text())["maps"]]
+    source = "class_token" if model.global_pool == "token" and prefix > 0 else "patch_mean"
+    report.close(f"{what}: vit rollout ({source}) vs timm's attention", masks,
+                 vitpy.rollout_masks(attentions, source=source, prefix=prefix), ROLLOUT_TOLERANCE)
 
 
 def check_family(report, vit, work, name, size, generator):
@@ -59,6 +101,8 @@ def check_family(report, vit, work, name, size, generator):
     what = f"timm {name} (depth 2, {size} px, timm {timm.__version__})"
     report.close(f"{what}: vit predict logits vs timm", [r["logits"] for r in results], logits,
                  TOLERANCE * logits.abs().max().item())
+    check_analyses(report, vit, work, what, model, folder,
+                   vitpy.normalize(pixels, data["mean"], data["std"]), images)
     info = vitpy.json_output(vitpy.run_vit(vit, "info", "--checkpoint", folder, "--json"))
     report.equal(f"{what}: vit info's parameters are timm's", info["parameters"],
                  sum(p.numel() for p in model.parameters()))

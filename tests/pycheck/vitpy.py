@@ -264,12 +264,13 @@ def random_images(count, channels, side, generator):
 # Analyses, in float64.
 
 
-def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_token"):
+def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_token", prefix=1):
     """Abnar & Zuidema rollout: R = M_L ... M_1, M = rownorm(fuse(A) + I), where
     the floor(ratio * P^2) weakest patch-to-patch entries of fuse(A) are zeroed
-    (ties: earlier in row-major order first). -> (B, g, g), each map / its max."""
+    (ties: earlier in row-major order first). The first `prefix` tokens are
+    the class token and the other prefix tokens. -> (B, g, g), each map / its max."""
     B, _, N, _ = attentions[0].shape
-    P = N - 1
+    P = N - prefix
     g = math.isqrt(P)
     eye = torch.eye(N, dtype=torch.float64)
     R = eye.expand(B, N, N).clone()
@@ -278,15 +279,15 @@ def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_to
         a = a.double()
         fused = {"mean": lambda: a.mean(1), "max": lambda: a.max(1).values, "min": lambda: a.min(1).values}[fusion]()
         if k > 0:
-            patch = fused[:, 1:, 1:].reshape(B, P * P)
+            patch = fused[:, prefix:, prefix:].reshape(B, P * P)
             order = torch.sort(patch, dim=1, stable=True).indices[:, :k]
             patch = patch.scatter(1, order, 0.0)
             fused = fused.clone()
-            fused[:, 1:, 1:] = patch.view(B, P, P)
+            fused[:, prefix:, prefix:] = patch.view(B, P, P)
         M = fused + eye
         M = M / M.sum(-1, keepdim=True)
         R = M @ R
-    mask = R[:, 0, 1:] if source == "class_token" else R[:, 1:, 1:].mean(1)
+    mask = R[:, 0, prefix:] if source == "class_token" else R[:, prefix:, prefix:].mean(1)
     peak = mask.max(dim=1, keepdim=True).values
     mask = torch.where(peak > 0, mask / peak.clamp_min(1e-300), torch.zeros_like(mask))
     return mask.view(B, g, g)
@@ -384,13 +385,13 @@ def patch_distances(grid, patch_size):
     return patch_size * torch.sqrt(dr * dr + dc * dc)
 
 
-def mean_attention_distance(attentions, patch_size, renormalize=False):
+def mean_attention_distance(attentions, patch_size, renormalize=False, prefix=1):
     """ViT paper Fig. 7: per layer and head, the mean over query patches of the
     attention-weighted pixel distance to the key patches. -> (L, H), averaged
-    over images."""
+    over images. The first `prefix` tokens (class token, registers) are left out."""
     per_layer = []
     for a in attentions:
-        W = a.double()[:, :, 1:, 1:]  # (B, H, P, P): class token dropped
+        W = a.double()[:, :, prefix:, prefix:]  # (B, H, P, P): the prefix tokens dropped
         if renormalize:
             sums = W.sum(-1, keepdim=True)
             W = torch.where(sums > 0, W / sums.clamp_min(1e-300), torch.zeros_like(W))
