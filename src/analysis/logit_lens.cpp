@@ -41,12 +41,12 @@ at::Tensor patch_token_norms(const at::Tensor& layer, int64_t prefix_tokens) {
   return layer.slice(/*dim=*/1, /*start=*/prefix_tokens).norm(2, /*dim=*/{2}).reshape({-1});
 }
 
-at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers) {
-  if (layer.dim() != 3 || layer.size(1) <= registers)
+at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers, int64_t first) {
+  if (layer.dim() != 3 || layer.size(1) <= first + registers)
     throw Error("token norms: a layer of shape " + c10::str(layer.sizes()) +
-                ", expected (B, N, D) with a class token and " + std::to_string(registers) +
-                " registers");
-  return layer.slice(/*dim=*/1, /*start=*/1, /*end=*/1 + registers)
+                ", expected (B, N, D) with " + std::to_string(first) + " tokens before " +
+                std::to_string(registers) + " registers");
+  return layer.slice(/*dim=*/1, /*start=*/first, /*end=*/first + registers)
       .norm(2, /*dim=*/{2})
       .reshape({-1});  // (B*R)
 }
@@ -77,7 +77,10 @@ LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
   if (labels.defined() && (labels.dim() != 1 || labels.size(0) != images.count))
     throw Error("logit lens: labels of shape " + c10::str(labels.sizes()) + " for " +
                 std::to_string(images.count) + " images");
-  const int64_t registers = model->config().registers;
+  const ModelConfig& m = model->config();
+  const int64_t registers = m.registers;
+  // The class and distillation tokens come before the registers.
+  const int64_t before_registers = m.prefix_tokens() - registers;
   std::vector<std::vector<at::Tensor>> logits, norms, register_norms;  // [layer][batch]
   images.for_each([&](int64_t, const at::Tensor& inputs) {
     const ResidualStream stream = residual_stream(model, inputs);
@@ -88,10 +91,11 @@ LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
     for (size_t l = 0; l < layer_logits.size(); ++l) {
       const auto& layer = stream.layers[l];
       logits[l].push_back(layer_logits[l].to(torch::kCPU, torch::kFloat));
-      norms[l].push_back(patch_token_norms(layer, 1 + registers).to(torch::kCPU, torch::kFloat));
+      norms[l].push_back(
+          patch_token_norms(layer, m.prefix_tokens()).to(torch::kCPU, torch::kFloat));
       if (registers > 0)
-        register_norms[l].push_back(
-            register_token_norms(layer, registers).to(torch::kCPU, torch::kFloat));
+        register_norms[l].push_back(register_token_norms(layer, registers, before_registers)
+                                        .to(torch::kCPU, torch::kFloat));
     }
   });
   LensResult result;

@@ -130,10 +130,13 @@ nlohmann::json patch_json(const PatchingResult& r, PatchMethod method) {
           {"correlation", correlation ? nlohmann::json(*correlation) : nlohmann::json(nullptr)}};
 }
 
-// "cls", "reg1".."regR", then the patches "r,c" (row, column from 0).
+// "cls", "dist", "reg1".."regR" (the prefix tokens the model has), then the
+// patches "r,c" (row, column from 0).
 std::string token_name(int64_t t, const ModelConfig& m) {
-  if (t == 0) return "cls";
-  if (t < m.prefix_tokens()) return "reg" + std::to_string(t);
+  const int64_t before_registers = m.prefix_tokens() - m.registers;
+  if (m.class_token && t == 0) return "cls";
+  if (m.distilled && t == int64_t{m.class_token}) return "dist";
+  if (t < m.prefix_tokens()) return "reg" + std::to_string(t - before_registers + 1);
   const int64_t p = t - m.prefix_tokens();
   return std::to_string(p / m.grid()) + "," + std::to_string(p % m.grid());
 }
@@ -181,10 +184,14 @@ at::Tensor patch_plot(const PatchingResult& r, const PatchPairs& pairs, const Mo
   std::vector<io::Tile> tiles;
   for (int64_t l = 0; l < residual.size(0); ++l) {
     const auto patches = residual[l].slice(0, m.prefix_tokens()).view({m.grid(), m.grid()}) / peak;
-    std::string caption = fmt::format("layer {}: cls {:.2f}", l, residual[l][0].item<double>());
+    std::string caption = fmt::format("layer {}", l);
+    if (m.class_token) caption += fmt::format(": cls {:.2f}", residual[l][0].item<double>());
     if (m.registers > 0)
-      caption += fmt::format(", registers up to {:.2f}",
-                             residual[l].slice(0, 1, m.prefix_tokens()).max().item<double>());
+      caption += fmt::format("{} registers up to {:.2f}", m.class_token ? "," : ":",
+                             residual[l]
+                                 .slice(0, m.prefix_tokens() - m.registers, m.prefix_tokens())
+                                 .max()
+                                 .item<double>());
     tiles.push_back(
         {io::heatmap_overlay(pairs.clean_pixels[0], patches.clamp(0, 1).to(torch::kFloat)),
          caption});

@@ -25,8 +25,10 @@ double linear_quantile(const at::Tensor& values, double q);
 // token and the registers (F prefix tokens in all) left out.
 at::Tensor patch_token_norms(const at::Tensor& layer, int64_t prefix_tokens = 1);
 
-// The L2 norms of the R registers of one layer (B,N,D) -> (B*R): tokens 1..R.
-at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers);
+// The L2 norms of the R registers of one layer (B,N,D) -> (B*R): tokens
+// first..first+R-1, after the class token (first = 1), or with no class
+// token (first = 0), as timm's *_reg*_gap_* models have them.
+at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers, int64_t first = 1);
 
 struct TokenNormSummary {
   std::vector<double> median, p99, max;  // one per layer
