@@ -52,7 +52,9 @@ void for_each_field(C& c, F&& f) {
   f("model.patch_size", m.patch_size,
     "patch side in pixels; divides image_size; at most 65536 patches");
   f("model.channels", m.channels, "1 (gray) or 3 (RGB)");
-  f("model.num_classes", m.num_classes, "outputs of the classifier head, 2..1,000,000");
+  f("model.num_classes", m.num_classes,
+    "outputs of the classifier head, 2..1,000,000; 0 = no head, the pooled features are the output "
+    "(a backbone such as DINOv2's, for the analyses that need no classes)");
   f("model.dim", m.dim, "token width D, 1..65536");
   f("model.depth", m.depth, "transformer blocks L, 1..1024");
   f("model.heads", m.heads, "attention heads H, 1..dim");

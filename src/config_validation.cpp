@@ -65,7 +65,9 @@ void validate_model(const ModelConfig& m) {
               " patches, expected at most " + std::to_string(kMaxPatches));
   require(m.channels == 1 || m.channels == 3,
           "model.channels is " + std::to_string(m.channels) + ", expected 1 (gray) or 3 (RGB)");
-  require_range("model.num_classes", m.num_classes, 2, kMaxClasses);
+  require(m.num_classes == 0 || (m.num_classes >= 2 && m.num_classes <= kMaxClasses),
+          "model.num_classes is " + std::to_string(m.num_classes) + ", expected 2.." +
+              std::to_string(kMaxClasses) + ", or 0 for a backbone without a head");
   require_range("model.dim", m.dim, 1, kMaxWidth);
   require_range("model.depth", m.depth, 1, kMaxDepth);
   require_range("model.heads", m.heads, 1, kMaxWidth);

@@ -106,8 +106,10 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
        "model.image_size 16384 / model.patch_size 4 gives 16777216 patches, expected at most "
        "65536"},
       {"model.channels=2", "model.channels is 2, expected 1 (gray) or 3 (RGB)"},
-      {"model.num_classes=1", "model.num_classes is 1, expected 2..1000000"},
-      {"model.num_classes=1000001", "model.num_classes is 1000001, expected 2..1000000"},
+      {"model.num_classes=1",
+       "model.num_classes is 1, expected 2..1000000, or 0 for a backbone without a head"},
+      {"model.num_classes=1000001",
+       "model.num_classes is 1000001, expected 2..1000000, or 0 for a backbone without a head"},
       {"model.dim=0", "model.dim is 0, expected 1..65536"},
       {"model.dim=65537", "model.dim is 65537, expected 1..65536"},
       {"model.depth=0", "model.depth is 0, expected 1..1024"},

@@ -74,9 +74,11 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg)
   else
     norm = register_module("norm", make_norm(cfg));
   if (cfg.pool == Pool::kMap) attn_pool = register_module("attn_pool", AttentionPool(cfg));
-  head = register_module("head", torch::nn::Linear(D, cfg.num_classes));
-  if (cfg.distilled)
-    head_dist = register_module("head_dist", torch::nn::Linear(D, cfg.num_classes));
+  if (cfg.num_classes > 0) {  // 0: a backbone, whose output is the pooled features
+    head = register_module("head", torch::nn::Linear(D, cfg.num_classes));
+    if (cfg.distilled)
+      head_dist = register_module("head_dist", torch::nn::Linear(D, cfg.num_classes));
+  }
   init_weights();
 }
 
@@ -143,11 +145,14 @@ torch::Tensor VisionTransformerImpl::final_norm(const torch::Tensor& tokens) {
 }
 
 torch::Tensor VisionTransformerImpl::forward_head(const torch::Tensor& features) {
-  if (cfg_.distilled)  // DeiT at inference: the mean of the class and distillation heads
-    return (linear(head, features.select(1, 0)) + linear(head_dist, features.select(1, 1))) / 2;
+  const bool has_head = !head.is_empty();
+  if (cfg_.distilled) {  // DeiT at inference: the mean of the class and distillation heads
+    const auto cls = features.select(1, 0), dist = features.select(1, 1);  // (B, D) each
+    return has_head ? (linear(head, cls) + linear(head_dist, dist)) / 2 : (cls + dist) / 2;
+  }
   auto pooled = pool(features);                                   // (B, D)
   if (!fc_norm.is_empty()) pooled = normalized(fc_norm, pooled);  // (B, D)
-  return linear(head, pooled);                                    // (B, K)
+  return has_head ? linear(head, pooled) : pooled;                // (B, K), or (B, D)
 }
 
 torch::Tensor VisionTransformerImpl::stream_logits(const torch::Tensor& tokens) {
@@ -234,7 +239,7 @@ int64_t count_parameters(const ModelConfig& cfg) {
   // latent, q, kv, proj (each with a bias), norm, MLP
   const int64_t attn_pool =
       cfg.pool == Pool::kMap ? D + (D * D + D) + (D * 2 * D + 2 * D) + (D * D + D) + norm + mlp : 0;
-  const int64_t heads = (cfg.distilled ? 2 : 1) * (D * K + K);
+  const int64_t heads = K > 0 ? (cfg.distilled ? 2 : 1) * (D * K + K) : 0;
   return patch + embeddings + (cfg.pre_norm ? norm : 0) + cfg.depth * block + norm + attn_pool +
          heads;
 }

@@ -363,11 +363,6 @@ TimmHubFolder read_timm_hub_folder(const std::string& folder) {
   apply_model_args(merged, c.model, where + " model_args");
   if (j.contains("pretrained_cfg"))
     apply_pretrained_cfg(j["pretrained_cfg"], merged, c, where + " pretrained_cfg");
-  if (c.model.num_classes == 0)
-    throw Error(where +
-                ": num_classes 0 (a backbone without a classifier head); vit's "
-                "commands read a head: fine-tune one with vit train --init " +
-                folder + " and a config with model.num_classes");
   try {
     c.validate();
   } catch (const Error& e) {

@@ -13,6 +13,7 @@
 
 #include "error_of.hpp"
 #include "trained_checkpoint.hpp"
+#include "vit/io/image_io.hpp"
 #include "vit/weights/safetensors.hpp"
 #include "vit/weights/timm_hub.hpp"
 #include "vit/weights/timm_layout.hpp"
@@ -119,6 +120,31 @@ TEST_F(HubFolder, BadInputIsOneLineAndWritesNothing) {
                 ": not a timm hub folder: no config.json (expected config.json and "
                 "model.safetensors, as huggingface-cli download timm/NAME writes them)");
   EXPECT_FALSE(fs::exists(out));
+  // A backbone without a head: the analyses of attention run, those of logits say why not.
+  const fs::path backbone = dir_ / "backbone";
+  fs::create_directories(backbone);
+  std::ofstream(backbone / "config.json")
+      << nlohmann::json{{"architecture", "vit_small_patch14_reg4_dinov2"},
+                        {"model_args", {{"img_size", 28}, {"depth", 1}, {"num_classes", 0}}}};
+  ModelConfig m = timm_architecture("vit_small_patch14_reg4_dinov2");
+  m.image_size = 28;
+  m.depth = 1;
+  m.num_classes = 0;
+  write_safetensors((backbone / "model.safetensors").string(), state_tensors(VisionTransformer(m)));
+  const fs::path image = dir_ / "image.png";
+  io::write_png(image.string(), torch::full({3, 28, 28}, 128, torch::kUInt8));
+  EXPECT_EQ(run_vit({"attn-distance", "--checkpoint", backbone.string(), "--images", image.string(),
+                     "--out", (dir_ / "distance").string(), "-q"}),
+            0);
+  EXPECT_EQ(read_json(dir_ / "distance" / "attn_distance.json")["distance"].size(), 1u);
+  EXPECT_EQ(error_of([&] {
+              run_vit({"predict", "--checkpoint", backbone.string(), "--images", image.string()});
+            }),
+            backbone.string() +
+                " has no classifier head (num_classes 0: a backbone, its output is features): "
+                "vit predict reads class logits; the attention analyses (rollout, attn-distance, "
+                "attention, cka, pos-embed, filters) need none, and vit train --init " +
+                backbone.string() + " gives it a head");
   EXPECT_EQ(error_of([&] {
               run_vit({"predict", "--checkpoint", "hf-hub:timm", "--images", file.string()});
             }),

@@ -1,5 +1,9 @@
 """Check: timm's ViT families open from their hub folders with timm's logits.
 
+DINOv2 and SigLIP are also checked as the backbones they are published as
+(num_classes 0): no predict, but the analyses, the parameter count and the
+export.
+
 For each family (DINOv2 with and without registers, DeiT III, CLIP and
 OpenAI's QuickGELU CLIP, SigLIP, a *_reg*_gap_* model, DeiT distilled, and
 the plain ViT), timm builds the architecture at depth 2 and a small image
@@ -31,23 +35,28 @@ TOLERANCE = 1e-4  # of the largest logit: fp32 through two blocks, far above its
 # two sides' fp32 attention differ by about 1e-6 of a probability.
 DISTANCE_TOLERANCE = 1e-4
 ROLLOUT_TOLERANCE = 1e-5
-FAMILIES = [  # (architecture, image size): a multiple of the patch, a few patches a side
-    ("vit_small_patch16_224", 64),
-    ("vit_small_patch14_dinov2", 56),
-    ("vit_small_patch14_reg4_dinov2", 56),
-    ("deit3_small_patch16_224", 64),
-    ("vit_base_patch16_clip_224", 64),
-    ("vit_base_patch16_clip_quickgelu_224", 64),
-    ("vit_base_patch16_siglip_224", 64),
-    ("vit_medium_patch16_reg4_gap_256", 64),
-    ("deit_small_distilled_patch16_224", 64),
+# (architecture, image size: a multiple of the patch, 4 patches a side, classes:
+# 0 for a backbone without a head, as DINOv2 and SigLIP publish theirs)
+FAMILIES = [
+    ("vit_small_patch16_224", 64, 10),
+    ("vit_small_patch14_dinov2", 56, 10),
+    ("vit_small_patch14_reg4_dinov2", 56, 10),
+    ("vit_small_patch14_reg4_dinov2", 56, 0),
+    ("deit3_small_patch16_224", 64, 10),
+    ("vit_base_patch16_clip_224", 64, 10),
+    ("vit_base_patch16_clip_quickgelu_224", 64, 10),
+    ("vit_base_patch16_siglip_224", 64, 10),
+    ("vit_base_patch16_siglip_224", 64, 0),
+    ("vit_medium_patch16_reg4_gap_256", 64, 10),
+    ("deit_small_distilled_patch16_224", 64, 10),
 ]
 
 
-def hub_folder(work, name, size, generator):
-    model = timm.create_model(name, pretrained=False, img_size=size, depth=2, num_classes=10).eval()
+def hub_folder(work, name, size, classes, generator):
+    model = timm.create_model(name, pretrained=False, img_size=size, depth=2,
+                              num_classes=classes).eval()
     vitpy.randomize(model, generator)
-    folder = work / name
+    folder = work / f"{name}-{classes}"
     save_for_hf(model, str(folder), safe_serialization=True)
     (folder / "pytorch_model.bin").unlink(missing_ok=True)
     return model, folder
@@ -88,38 +97,39 @@ def check_analyses(report, vit, work, what, model, folder, x, images):
                  vitpy.rollout_masks(attentions, source=source, prefix=prefix), ROLLOUT_TOLERANCE)
 
 
-def check_family(report, vit, work, name, size, generator):
-    model, folder = hub_folder(work, name, size, generator)
+def check_family(report, vit, work, name, size, classes, generator):
+    model, folder = hub_folder(work, name, size, classes, generator)
     data = json.loads((folder / "config.json").read_text())["pretrained_cfg"]
     m = {"channels": 3, "image_size": size}
-    pixels, images = vitpy.write_random_images(work, name, 3, m, generator)
+    pixels, images = vitpy.write_random_images(work, folder.name, 3, m, generator)
+    x = vitpy.normalize(pixels, data["mean"], data["std"])
     with torch.no_grad():
-        logits = model(vitpy.normalize(pixels, data["mean"], data["std"]))
-    results = vitpy.json_output(vitpy.run_vit(vit, "predict", "--checkpoint", folder, "--json",
-                                              "--topk", 2, "--precision", "fp32",
-                                              "--images", *images))
-    what = f"timm {name} (depth 2, {size} px, timm {timm.__version__})"
-    report.close(f"{what}: vit predict logits vs timm", [r["logits"] for r in results], logits,
-                 TOLERANCE * logits.abs().max().item())
-    check_analyses(report, vit, work, what, model, folder,
-                   vitpy.normalize(pixels, data["mean"], data["std"]), images)
+        outputs = model(x)  # logits, or a backbone's pooled features
+    what = f"timm {name} (depth 2, {size} px, {classes} classes, timm {timm.__version__})"
+    if classes > 0:
+        results = vitpy.json_output(vitpy.run_vit(vit, "predict", "--checkpoint", folder, "--json",
+                                                  "--topk", 2, "--precision", "fp32",
+                                                  "--images", *images))
+        report.close(f"{what}: vit predict logits vs timm", [r["logits"] for r in results],
+                     outputs, TOLERANCE * outputs.abs().max().item())
+    check_analyses(report, vit, work, what, model, folder, x, images)
     info = vitpy.json_output(vitpy.run_vit(vit, "info", "--checkpoint", folder, "--json"))
     report.equal(f"{what}: vit info's parameters are timm's", info["parameters"],
                  sum(p.numel() for p in model.parameters()))
 
-    exported = work / f"{name}-export"
+    exported = work / f"{folder.name}-export"
     vitpy.run_vit(vit, "export", "--checkpoint", folder, "--format", "timm-hub", "--out", exported)
     reopened = timm.create_model(f"local-dir:{exported}", pretrained=True).eval()
     with torch.no_grad():
-        again = reopened(vitpy.normalize(pixels, data["mean"], data["std"]))
+        again = reopened(x)
     # The same float32 tensors through the same timm code: bit-identical.
-    report.close(f"{what}: vit export --format timm-hub opens in timm with the same logits",
-                 again, logits, 0.0)
+    report.close(f"{what}: vit export --format timm-hub opens in timm with the same outputs",
+                 again, outputs, 0.0)
 
 
 def check(report, vit, work, generator):
-    for name, size in FAMILIES:
-        check_family(report, vit, work, name, size, generator)
+    for name, size, classes in FAMILIES:
+        check_family(report, vit, work, name, size, classes, generator)
 
 
 if __name__ == "__main__":

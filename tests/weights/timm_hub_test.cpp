@@ -182,11 +182,34 @@ TEST_F(TimmHubFolderTest, BadFoldersAreOneLineErrors) {
   write_config(config);
   EXPECT_EQ(error_of([&] { read_timm_hub_folder(f); }),
             where + " model_args: depth is \"two\", expected an integer");
-  config = dinov2_config();
+}
+
+// DINOv2 and SigLIP publish backbones (num_classes 0): no head, and the
+// pooled features are the output, as timm's forward gives them.
+TEST_F(TimmHubFolderTest, ABackboneWithoutAHeadOutputsItsPooledFeatures) {
+  json config = dinov2_config();
   config["model_args"]["num_classes"] = 0;
+  config["num_classes"] = 0;
   write_config(config);
-  EXPECT_NE(error_of([&] { read_timm_hub_folder(f); }).find("num_classes 0 (a backbone"),
-            std::string::npos);
+  std::ofstream(dir_ / "model.safetensors");
+  const ModelConfig m = read_timm_hub_folder(folder()).config.model;
+  EXPECT_EQ(m.num_classes, 0);
+  // sum(p.numel()) of timm.create_model("vit_small_patch14_reg4_dinov2", num_classes=0),
+  // timm 1.0.31, at its 518 px.
+  ModelConfig full = timm_architecture("vit_small_patch14_reg4_dinov2");
+  full.num_classes = 0;
+  EXPECT_EQ(count_parameters(full), 22'057'344);
+  VisionTransformer written = write_weights(m);
+  EXPECT_EQ(written->named_parameters().find("head.weight"), nullptr);
+  LoadedModel loaded = load_model(folder());
+  torch::NoGradGuard no_grad;
+  const auto images = torch::randn({2, 3, 28, 28});
+  const auto features = loaded.model->forward(images);
+  EXPECT_EQ(features.sizes(), (c10::IntArrayRef{2, 384}));
+  // forward's last block computes the class token's row alone: the same
+  // values as the full block's, in fp32 summed in another order.
+  EXPECT_TRUE(torch::allclose(features, loaded.model->forward_features(images).select(1, 0),
+                              /*rtol=*/1e-5, /*atol=*/1e-5));
 }
 
 TEST_F(TimmHubFolderTest, ModelArgsThatContradictTheTensorsNameTheTensorAndBothShapes) {

@@ -123,6 +123,7 @@ void print_table(const AblationResult& r) {
 nlohmann::json write_ablate(OpenedModel& opened, const AblateOptions& o) {
   const AblationMode mode = o.mode;
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "ablate");
   const Config& config = loaded.config;
   const AnalysisInputs inputs = choose_analysis_inputs(o.images, o.samples.value_or(kLayerSamples),
                                                        o.common.seed.value_or(config.seed), opened);

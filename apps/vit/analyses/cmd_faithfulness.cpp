@@ -87,6 +87,7 @@ at::Tensor faithfulness_plot(const std::vector<FaithfulnessMethod>& methods,
 
 nlohmann::json write_faithfulness(OpenedModel& opened, const FaithfulnessOptions& o) {
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "faithfulness");
   const Config& config = loaded.config;
   const int64_t grid = config.model.image_size / config.model.patch_size;
   const int64_t patches = grid * grid;

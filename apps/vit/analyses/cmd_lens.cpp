@@ -98,6 +98,7 @@ void print_table(const LensResult& r) {
 
 nlohmann::json write_lens(OpenedModel& opened, const LensOptions& o) {
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "lens");
   const Config& config = loaded.config;
   const AnalysisInputs inputs = choose_analysis_inputs(o.images, o.samples.value_or(kLayerSamples),
                                                        o.common.seed.value_or(config.seed), opened);

@@ -243,6 +243,7 @@ void print_top(const PatchingResult& r, const ModelConfig& m) {
 
 nlohmann::json write_patch(OpenedModel& opened, const PatchOptions& o) {
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "patch");
   const Config& config = loaded.config;
   const PatchPairs pairs = o.clean ? image_pair(o, opened) : validation_pairs(o, opened);
   const PatchingResult r =

@@ -62,6 +62,7 @@ at::Tensor probe_plot(const ProbeScores& s, int64_t train_samples, int64_t sampl
 nlohmann::json write_probe(OpenedModel& opened, const ProbeOptions& o) {
   if (!(o.l2 >= 0)) throw Error(fmt::format("--l2 {}: expected a penalty >= 0", o.l2));
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "probe");
   const Config& config = loaded.config;
   const uint64_t seed = o.common.seed.value_or(config.seed);
   const AnalysisInputs val =

@@ -228,6 +228,7 @@ fs::path default_sae_file(const LoadedModel& loaded) {
 
 nlohmann::json write_sae_train(OpenedModel& opened, const SaeTrainOptions& o) {
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "sae train");
   const Config& config = loaded.config;
   const ModelConfig& m = config.model;
   check_train_options(o, m);

@@ -185,6 +185,7 @@ void check_target(std::optional<int64_t> target, const ModelConfig& model) {
 
 nlohmann::json write_saliency(OpenedModel& opened, const SaliencyOptions& o) {
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "saliency");
   const Config& config = loaded.config;
   check_target(o.target_class, config.model);
   check_averaging(o);

@@ -56,6 +56,14 @@ const data::Dataset& OpenedModel::images(data::SplitName which) {
   return decoded_.emplace(which, data::materialize_sample(split, loaded.config, n)).first->second;
 }
 
+void require_head(const LoadedModel& loaded, const std::string& command) {
+  if (loaded.config.model.num_classes > 0) return;
+  throw Error(loaded.path + " has no classifier head (num_classes 0: a backbone, its output is " +
+              "features): vit " + command + " reads class logits; the attention analyses " +
+              "(rollout, attn-distance, attention, cka, pos-embed, filters) need none, and vit " +
+              "train --init " + loaded.path + " gives it a head");
+}
+
 OpenedModel open_model(const CommonOptions& common, const ModelSource& source) {
   apply_common_options(common);
   const c10::Device device = chosen_device(common);

@@ -61,6 +61,10 @@ class OpenedModel {
   std::map<data::SplitName, data::Dataset> decoded_;  // streamed splits' images, by split
 };
 
+// A vit::Error for a model without a head (num_classes 0, a backbone such as
+// DINOv2's), whose output is features, not logits: `command` reads logits.
+void require_head(const LoadedModel& loaded, const std::string& command);
+
 // Images decoded from a streamed split for the analyses and probes.
 inline constexpr int64_t kStreamedAnalysisImages = 2048;
 

@@ -84,6 +84,7 @@ torch::Tensor worst_grid(const EvalResult& r,
 
 nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "eval");
   const c10::Device device = opened.device;
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const data::DataSplits& splits = opened.data();

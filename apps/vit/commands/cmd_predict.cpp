@@ -20,6 +20,7 @@ int run_predict(const PredictOptions& o) {
   OpenedModel opened = open_model(o.common, o.model);
   const c10::Device device = opened.device;
   LoadedModel& loaded = opened.loaded;
+  require_head(loaded, "predict");
   const Precision precision = chosen_precision(o.precision, loaded.config, device);
   const int64_t classes = loaded.config.model.num_classes;
   int64_t k = o.topk;

@@ -58,6 +58,10 @@ Config resolve_config(const TrainOptions& o) {
           "pretrained weights; --resume continues a run with its own)");
     c.train.init = *o.init;
   }
+  if (c.model.num_classes == 0)
+    throw Error(
+        "vit train: model.num_classes is 0 (a backbone without a head); set the classes "
+        "to train, e.g. --set model.num_classes=10");
   if (!c.train.init.empty()) {
     if (const auto architecture = pretrained_architecture(c.train.init, c.model)) {
       c.model = *architecture;

@@ -77,7 +77,7 @@ class VisionTransformerImpl : public torch::nn::Module {
   // The embeddings, every block and the final norm: (B,C,S,S) -> (B,N,D).
   torch::Tensor forward_features(const torch::Tensor& images, const BlockPass& pass = {});
   // The pooling, fc_norm and the head (the two heads' mean, distilled):
-  // (B,N,D) -> (B,K)
+  // (B,N,D) -> (B,K); without a head (num_classes 0), the pooled features (B,D).
   torch::Tensor forward_head(const torch::Tensor& features);
   // The logits and every layer's attention probabilities, in one explicit pass.
   LogitsAndAttention forward_with_attention(const torch::Tensor& images);
@@ -112,8 +112,8 @@ class VisionTransformerImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm{nullptr};     // without fc_norm
   torch::nn::LayerNorm fc_norm{nullptr};  // with fc_norm
   AttentionPool attn_pool{nullptr};       // with pool "map"
-  torch::nn::Linear head{nullptr};
-  torch::nn::Linear head_dist{nullptr};  // distilled
+  torch::nn::Linear head{nullptr};       // with num_classes > 0
+  torch::nn::Linear head_dist{nullptr};  // distilled, with num_classes > 0
 
  private:
   void init_weights();
