@@ -270,6 +270,7 @@ std::optional<StopReason> Trainer::resume_from(const std::string& checkpoint,
   const CheckpointMeta m =
       restore_training_checkpoint(checkpoint, model_, training_step_->optimizer());
   step_ = m.step;
+  summary.resumed_at_step = step_;
   early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best,
                           /*has_best=*/m.best_step > 0);
   spdlog::info("resumed from {} at step {} (epoch {}), best val acc {:.4f}", checkpoint, step_,

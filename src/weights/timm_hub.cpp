@@ -75,6 +75,8 @@ class ModelArgs {
   static const char* expected() {
     if constexpr (std::is_same_v<T, bool>) return "true or false";
     if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_same_v<T, std::vector<double>>) return "a list of numbers";
+    if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "a list of integers";
     if constexpr (std::is_integral_v<T>) return "an integer";
     return "a number";
   }
@@ -82,12 +84,15 @@ class ModelArgs {
   std::string where_;
 };
 
-// model_args keys vit reads; any other is refused by name.
+// model_args keys vit reads; any other is refused by name. dynamic_img_size
+// and dynamic_img_pad change nothing here (vit resizes every input to
+// img_size), nor does weight_init for a model whose weights are loaded.
 const std::set<std::string> kKnownArgs = {
-    "img_size",       "patch_size",     "in_chans",  "num_classes", "global_pool", "embed_dim",
-    "depth",          "num_heads",      "mlp_ratio", "qkv_bias",    "init_values", "class_token",
-    "no_embed_class", "reg_tokens",     "pre_norm",  "fc_norm",     "drop_rate",   "pos_drop_rate",
-    "attn_drop_rate", "drop_path_rate", "act_layer"};
+    "dynamic_img_size", "dynamic_img_pad", "weight_init",    "img_size",    "patch_size",
+    "in_chans",         "num_classes",     "global_pool",    "embed_dim",   "depth",
+    "num_heads",        "mlp_ratio",       "qkv_bias",       "init_values", "class_token",
+    "no_embed_class",   "reg_tokens",      "pre_norm",       "fc_norm",     "drop_rate",
+    "pos_drop_rate",    "attn_drop_rate",  "drop_path_rate", "act_layer"};
 
 // img_size: an int or a square [h, w].
 int64_t square_size(const json& value, const std::string& where) {
@@ -142,7 +147,8 @@ std::string unknown_architecture(const std::string& name, const std::string& whe
 }
 
 // The model_args over the architecture's defaults, as timm applies them.
-void apply_model_args(const json& args, ModelConfig& m, const std::string& where) {
+void apply_model_args(const json& args, const TimmArchitecture& row, ModelConfig& m,
+                      const std::string& where) {
   if (!args.is_object()) throw Error(where + " is " + args.dump() + ", expected an object");
   for (const auto& [key, value] : args.items())
     if (!kKnownArgs.count(key))
@@ -177,7 +183,7 @@ void apply_model_args(const json& args, ModelConfig& m, const std::string& where
   bool fc_norm = false;
   if (a.read("fc_norm", fc_norm))
     m.fc_norm = fc_norm;
-  else if (args.contains("global_pool"))  // timm: None follows the pooling
+  else if (row.fc_norm < 0)  // the architecture's None follows the pooling, as in timm
     m.fc_norm = m.pool == Pool::kMean;
   a.read("drop_rate", m.dropout);
   a.read("pos_drop_rate", m.emb_dropout);
@@ -360,7 +366,7 @@ TimmHubFolder read_timm_hub_folder(const std::string& folder) {
   json merged = args.is_object() ? args : json::object();
   for (const char* key : {"num_classes", "global_pool"})
     if (!merged.contains(key) && j.contains(key)) merged[key] = j[key];
-  apply_model_args(merged, c.model, where + " model_args");
+  apply_model_args(merged, *row, c.model, where + " model_args");
   if (j.contains("pretrained_cfg"))
     apply_pretrained_cfg(j["pretrained_cfg"], merged, c, where + " pretrained_cfg");
   try {

@@ -100,6 +100,10 @@ TEST_F(StreamedTrainingTest, ARandomResizedCropRunResumedMidEpochEndsAsAnUnbroke
   EXPECT_EQ(interrupted.steps, 1);
   clear_stop_request();
   const TrainSummary finished = train(c, "resumed", run("resumed") + "/last.pt");
+  // It went on from the interrupted run's step: a run that restarted from
+  // step 0 would end the same way, the run being deterministic.
+  EXPECT_EQ(straight.resumed_at_step, 0);
+  EXPECT_EQ(finished.resumed_at_step, 1);
   EXPECT_EQ(finished.steps, straight.steps);
   ASSERT_TRUE(finished.test && straight.test);
   EXPECT_NEAR(finished.test->loss, straight.test->loss, 1e-6);

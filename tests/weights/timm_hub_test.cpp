@@ -184,6 +184,26 @@ TEST_F(TimmHubFolderTest, BadFoldersAreOneLineErrors) {
             where + " model_args: depth is \"two\", expected an integer");
 }
 
+// timm's fc_norm None follows the pooling (on with avg); an architecture that
+// sets it keeps it, whatever global_pool the folder's top level repeats.
+TEST_F(TimmHubFolderTest, FcNormFollowsThePoolingOnlyWhereTheArchitectureLeavesItUnset) {
+  std::ofstream(dir_ / "model.safetensors");
+  const auto fc_norm_of = [&](const std::string& architecture) {
+    write_config({{"architecture", architecture},
+                  {"global_pool", "avg"},
+                  {"model_args", {{"depth", 1}, {"dynamic_img_size", true}}}});
+    return read_timm_hub_folder(folder()).config.model.fc_norm;
+  };
+  EXPECT_TRUE(fc_norm_of("vit_medium_patch16_reg4_gap_256"));
+  EXPECT_FALSE(fc_norm_of("vit_so150m_patch16_reg4_gap_256"));  // fc_norm=False in timm
+  json config = dinov2_config();
+  config["pretrained_cfg"]["mean"] = 0.5;
+  write_config(config);
+  EXPECT_EQ(error_of([&] { read_timm_hub_folder(folder()); }),
+            (dir_ / "config.json").string() +
+                " pretrained_cfg: mean is 0.5, expected a list of numbers");
+}
+
 // DINOv2 and SigLIP publish backbones (num_classes 0): no head, and the
 // pooled features are the output, as timm's forward gives them.
 TEST_F(TimmHubFolderTest, ABackboneWithoutAHeadOutputsItsPooledFeatures) {

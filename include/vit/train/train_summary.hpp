@@ -28,7 +28,8 @@ struct TrainSummary {
   // "epochs done", or "already finished (epochs done)": for logs and summary.json
   std::string stop_text() const;
   int64_t steps = 0;
-  double epochs = 0;  // fractional epochs trained
+  int64_t resumed_at_step = 0;  // the step a resumed run went on from; 0 for a new run
+  double epochs = 0;            // fractional epochs trained
   double best_val_acc = 0;
   int64_t best_step = 0;
   std::optional<EvalResult>
