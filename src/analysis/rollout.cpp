@@ -176,9 +176,9 @@ AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentio
   }
   if (shape.grid < 1) {
     throw Error(where + ": " + std::to_string(shape.tokens) + " tokens is not " +
-                std::to_string(prefix_tokens) + " + g*g; expected a class token" +
-                (prefix_tokens > 1 ? " and " + std::to_string(prefix_tokens - 1) + " registers"
-                                   : std::string()) +
+                std::to_string(prefix_tokens) + " + g*g; expected " +
+                (prefix_tokens == 1 ? std::string("a class token")
+                                    : std::to_string(prefix_tokens) + " prefix tokens") +
                 " plus a square patch grid");
   }
   return shape;

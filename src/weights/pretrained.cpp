@@ -66,17 +66,17 @@ int64_t position_prefix_rows(const TensorMap& source) {
 // Fine-tuning keeps the token width: no tensor of another width can be adapted.
 void check_embedding_width(const torch::OrderedDict<std::string, at::Tensor>& params,
                            const TensorMap& source, const std::string& source_name) {
-  for (const auto& carrier : kWidthTensors) {
-    const auto it = source.find(carrier.name);
-    const at::Tensor* mine = params.find(carrier.name);
+  for (const auto& width_tensor : kWidthTensors) {
+    const auto it = source.find(width_tensor.name);
+    const at::Tensor* mine = params.find(width_tensor.name);
     if (it == source.end() || mine == nullptr) continue;
     const at::Tensor& theirs = it->second;
-    const int64_t width = mine->size(carrier.dim);
-    if (theirs.dim() == mine->dim() && theirs.size(carrier.dim) == width) return;
+    const int64_t width = mine->size(width_tensor.dim);
+    if (theirs.dim() == mine->dim() && theirs.size(width_tensor.dim) == width) return;
     const std::string file_width =
-        theirs.dim() == mine->dim() ? std::to_string(theirs.size(carrier.dim)) : "?";
-    throw Error(source_name + ": embedding width differs: the file's " + carrier.name + " is " +
-                shape_of(theirs) + ", the model's is " + shape_of(*mine) + " (model.dim " +
+        theirs.dim() == mine->dim() ? std::to_string(theirs.size(width_tensor.dim)) : "?";
+    throw Error(source_name + ": embedding width differs: the file's " + width_tensor.name +
+                " is " + shape_of(theirs) + ", the model's is " + shape_of(*mine) + " (model.dim " +
                 std::to_string(width) +
                 "; fine-tuning keeps the width, so the "
                 "config needs model.dim " +
