@@ -4,23 +4,17 @@
 #include <torch/torch.h>
 
 #include "kernel_calls.hpp"
-#include "vit/kernels/gelu.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
 
 namespace {
 
-torch::Tensor activated(const torch::Tensor& x, Activation activation) {
-  switch (activation) {
-    case Activation::kGelu:
-      return vit::gelu(x);
-    case Activation::kGeluTanh:
-      return torch::gelu(x, /*approximate=*/"tanh");
-    case Activation::kQuickGelu:
-      return x * torch::sigmoid(1.702 * x);
-  }
-  return x;
+// The activations the fused kernels do not take; exact GELU goes through
+// kernel_calls' linear_gelu with its layer.
+torch::Tensor unfused_activation(const torch::Tensor& x, Activation activation) {
+  if (activation == Activation::kGeluTanh) return torch::gelu(x, /*approximate=*/"tanh");
+  return x * torch::sigmoid(1.702 * x);  // QuickGELU
 }
 
 }  // namespace
@@ -36,9 +30,9 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, double drop
 }
 
 Branch MlpImpl::branch(const torch::Tensor& x) {
-  // Exact GELU goes through the fused kernels (kernel_calls' linear_gelu).
-  const auto hidden = activation_ == Activation::kGelu ? linear_gelu(fc1, x)
-                                                       : activated(linear(fc1, x), activation_);
+  const auto hidden = activation_ == Activation::kGelu
+                          ? linear_gelu(fc1, x)
+                          : unfused_activation(linear(fc1, x), activation_);
   return {fc2, drop, drop(hidden)};  // fc2 reads (B, N, M)
 }
 

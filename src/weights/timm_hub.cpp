@@ -274,11 +274,12 @@ json model_args_of(const ModelConfig& m) {
 json timm_hub_config(const Config& config) {
   const ModelConfig& m = config.model;
   const TimmArchitecture& architecture = export_architecture(m, config.name);
+  const json model_args = model_args_of(m);
   return {{"architecture", architecture.name},
           {"num_classes", m.num_classes},
           {"num_features", m.dim},
-          {"global_pool", model_args_of(m)["global_pool"]},
-          {"model_args", model_args_of(m)},
+          {"global_pool", model_args["global_pool"]},
+          {"model_args", model_args},
           {"pretrained_cfg",
            {{"input_size", {m.channels, m.image_size, m.image_size}},
             {"fixed_input_size", true},

@@ -199,9 +199,9 @@ TEST_F(TimmHubFolderTest, FcNormFollowsThePoolingOnlyWhereTheArchitectureLeavesI
   json config = dinov2_config();
   config["pretrained_cfg"]["mean"] = 0.5;
   write_config(config);
-  EXPECT_EQ(error_of([&] { read_timm_hub_folder(folder()); }),
-            (dir_ / "config.json").string() +
-                " pretrained_cfg: mean is 0.5, expected a list of numbers");
+  EXPECT_EQ(
+      error_of([&] { read_timm_hub_folder(folder()); }),
+      (dir_ / "config.json").string() + " pretrained_cfg: mean is 0.5, expected a list of numbers");
 }
 
 // DINOv2 and SigLIP publish backbones (num_classes 0): no head, and the

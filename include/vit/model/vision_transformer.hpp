@@ -112,8 +112,8 @@ class VisionTransformerImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm{nullptr};     // without fc_norm
   torch::nn::LayerNorm fc_norm{nullptr};  // with fc_norm
   AttentionPool attn_pool{nullptr};       // with pool "map"
-  torch::nn::Linear head{nullptr};       // with num_classes > 0
-  torch::nn::Linear head_dist{nullptr};  // distilled, with num_classes > 0
+  torch::nn::Linear head{nullptr};        // with num_classes > 0
+  torch::nn::Linear head_dist{nullptr};   // distilled, with num_classes > 0
 
  private:
   void init_weights();
