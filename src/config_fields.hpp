@@ -19,7 +19,8 @@ namespace vit::config_detail {
 using nlohmann::json;
 
 // A setting as JSON: enums by their names, data.stream as "auto" or a
-// boolean, and an unset random_resized_crop as null.
+// boolean, an unset random_resized_crop or ema as null, and
+// grad_checkpointing as a boolean (none, every block) or its interval.
 template <typename T>
 json json_of(const T& value) {
   if constexpr (std::is_same_v<T, StreamMode>) {
@@ -28,6 +29,13 @@ json json_of(const T& value) {
   } else if constexpr (std::is_same_v<T, std::optional<RandomResizedCrop>>) {
     if (!value) return nullptr;
     return {{"scale", value->scale}, {"ratio", value->ratio}};
+  } else if constexpr (std::is_same_v<T, std::optional<ModelEmaConfig>>) {
+    if (!value) return nullptr;
+    return {
+        {"decay", value->decay}, {"warmup", value->warmup}, {"select_best", value->select_best}};
+  } else if constexpr (std::is_same_v<T, GradCheckpointing>) {
+    if (value.every <= 1) return value.every == 1;
+    return value.every;
   } else if constexpr (std::is_enum_v<T>) {
     return enum_name(value);
   } else {
@@ -222,6 +230,21 @@ void for_each_field(C& c, F&& f) {
   f("train.dist_timeout_s", t.dist_timeout_s,
     "a collective that waits longer fails (a rank died), seconds, > 0");
   f("train.dist_bucket_mb", t.dist_bucket_mb, "gradient all-reduce bucket in MiB, > 0");
+  f("train.accum_steps", t.accum_steps,
+    "micro-batches per optimizer step (gradient accumulation): each is batch_size / accum_steps "
+    "images, their gradients add up to the whole batch's, and the schedule, warmup, clipping "
+    "and the logged steps count optimizer steps; divides batch_size (and, under torchrun, "
+    "batch_size / world size)");
+  f("train.grad_checkpointing", t.grad_checkpointing,
+    "activation checkpointing: a checkpointed block keeps only its input in the forward pass "
+    "and recomputes the rest, with the same dropout and drop-path draws, in the backward pass; "
+    "true = every block, k = every k-th block (0, k, 2k, ...), 1..depth; false = off");
+  f("train.ema", t.ema,
+    "an exponential moving average of the weights (timm's ModelEmaV3), updated after every "
+    "optimizer step in fp32 and evaluated beside the weights at each validation: decay in "
+    "(0, 1); warmup: timm's, min(decay, 1 - t^(-2/3)) after optimizer step t (from 1); "
+    "select_best: best.pt "
+    "keeps the better of the two; null = off");
 
   auto& a = c.analysis;
   f("analysis.head_fusion", a.head_fusion, "rollout: how a layer's heads combine");

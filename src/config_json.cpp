@@ -114,6 +114,40 @@ void read_value(const std::string& path, const json& v, std::optional<RandomResi
   out = crop;
 }
 
+// null (off), or an object with "decay", "warmup" and "select_best", each optional.
+void read_value(const std::string& path, const json& v, std::optional<ModelEmaConfig>& out) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  if (!v.is_object())
+    throw Error(where_text(path, v) +
+                ", expected null or an object such as {\"decay\": 0.9998, \"warmup\": true}");
+  ModelEmaConfig ema;
+  for (const auto& [key, value] : v.items()) {
+    if (key == "decay")
+      read_value(path + ".decay", value, ema.decay);
+    else if (key == "warmup")
+      read_value(path + ".warmup", value, ema.warmup);
+    else if (key == "select_best")
+      read_value(path + ".select_best", value, ema.select_best);
+    else
+      throw Error("unknown config key '" + path + "." + key +
+                  "'; expected decay, warmup or select_best");
+  }
+  out = ema;
+}
+// false (off), true (every block) or the interval k.
+void read_value(const std::string& path, const json& v, GradCheckpointing& out) {
+  if (v.is_boolean()) {
+    out.every = v.get<bool>() ? 1 : 0;
+    return;
+  }
+  if (!v.is_number_integer())
+    throw Error(where_text(path, v) + ", expected true, false or an interval of blocks");
+  read_value(path, v, out.every);
+}
+
 // Rejects keys that are not config fields, naming the closest valid one.
 void check_known_keys(const json& j, const std::string& prefix, const std::set<std::string>& leaves,
                       const std::set<std::string>& sections) {

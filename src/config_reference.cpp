@@ -18,6 +18,9 @@ std::string type_of_value() {
   if constexpr (std::is_same_v<T, StreamMode>) return "\"auto\" or true/false";
   if constexpr (std::is_same_v<T, std::optional<RandomResizedCrop>>)
     return "null or {scale: [lo, hi], ratio: [lo, hi]}";
+  if constexpr (std::is_same_v<T, std::optional<ModelEmaConfig>>)
+    return "null or {decay: number, warmup: true/false, select_best: true/false}";
+  if constexpr (std::is_same_v<T, GradCheckpointing>) return "true/false or integer";
   if constexpr (std::is_enum_v<T>) return "string: " + enum_choices<T>();
   if constexpr (std::is_same_v<T, std::string>) return "string";
   if constexpr (std::is_same_v<T, bool>) return "true/false";

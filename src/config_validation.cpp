@@ -214,6 +214,20 @@ void validate_train(const TrainConfig& t) {
           "train.dist_bucket_mb is " + std::to_string(t.dist_bucket_mb) + ", expected > 0");
 }
 
+// What does not fit: the micro-batches divide the batch, the checkpointed
+// blocks exist, the average's decay is one.
+void validate_fitting(const TrainConfig& t, int64_t depth) {
+  require(t.accum_steps > 0 && t.batch_size % t.accum_steps == 0,
+          "train.accum_steps is " + std::to_string(t.accum_steps) +
+              ", expected a divisor of train.batch_size " + std::to_string(t.batch_size) +
+              " (each micro-batch is batch_size / accum_steps images)");
+  require_range("train.grad_checkpointing", t.grad_checkpointing.every, 0, depth,
+                " (true = every block, k = every k-th block of model.depth)");
+  if (t.ema)
+    require(t.ema->decay > 0 && t.ema->decay < 1,
+            "train.ema.decay is " + std::to_string(t.ema->decay) + ", expected (0, 1)");
+}
+
 // "none", "backbone" or a block count 0..depth.
 void validate_freeze(const std::string& freeze, int64_t depth) {
   const auto plan = parsed_freeze(freeze);
@@ -242,6 +256,7 @@ void Config::validate() const {
   validate_data(data, model);
   validate_train(train);
   validate_freeze(train.freeze, model.depth);
+  validate_fitting(train, model.depth);
   validate_analysis(analysis);
 }
 

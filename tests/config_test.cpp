@@ -360,6 +360,60 @@ TEST(Config, StreamingValuesAreChecked) {
             "invalid config: model.drop_path is 1.000000, expected a value in [0, 1)");
 }
 
+// train.accum_steps, train.grad_checkpointing and train.ema: read, written
+// back, and refused with one line at config time, before any data is read.
+TEST(Config, FittingSettingsReadWriteBackAndAreChecked) {
+  const Config c = from(R"({"train": {"batch_size": 256, "accum_steps": 4,
+      "grad_checkpointing": 2, "ema": {"decay": 0.99996, "warmup": true}}})");
+  EXPECT_EQ(c.train.micro_batch_size(), 64);
+  EXPECT_EQ(c.train.grad_checkpointing.every, 2);
+  ASSERT_TRUE(c.train.ema);
+  EXPECT_DOUBLE_EQ(c.train.ema->decay, 0.99996);
+  EXPECT_TRUE(c.train.ema->warmup);
+  EXPECT_TRUE(c.train.ema->select_best);
+  const json j = config_to_json(c);
+  EXPECT_EQ(j["train"]["grad_checkpointing"], 2);
+  EXPECT_EQ(j["train"]["ema"], json({{"decay", 0.99996}, {"warmup", true}, {"select_best", true}}));
+  EXPECT_EQ(config_to_json_string(from(config_to_json_string(c))), config_to_json_string(c));
+  const Config defaults;
+  EXPECT_EQ(config_to_json(defaults)["train"]["grad_checkpointing"], false);
+  EXPECT_TRUE(config_to_json(defaults)["train"]["ema"].is_null());
+  Config o;
+  apply_override(o, "train.grad_checkpointing=true");
+  EXPECT_EQ(o.train.grad_checkpointing.every, 1);
+  EXPECT_EQ(config_to_json(o)["train"]["grad_checkpointing"], true);
+  apply_override(o, R"(train.ema={"decay": 0.999})");
+  ASSERT_TRUE(o.train.ema);
+  EXPECT_DOUBLE_EQ(o.train.ema->decay, 0.999);
+  EXPECT_FALSE(o.train.ema->warmup);
+
+  const auto invalid = [](const std::string& text) {
+    return error_of([&] { from(text).validate(); });
+  };
+  EXPECT_EQ(invalid(R"({"train": {"batch_size": 100, "accum_steps": 3}})"),
+            "invalid config: train.accum_steps is 3, expected a divisor of train.batch_size 100 "
+            "(each micro-batch is batch_size / accum_steps images)");
+  EXPECT_EQ(invalid(R"({"train": {"accum_steps": 0}})"),
+            "invalid config: train.accum_steps is 0, expected a divisor of train.batch_size 128 "
+            "(each micro-batch is batch_size / accum_steps images)");
+  EXPECT_EQ(invalid(R"({"train": {"accum_steps": -2}})"),
+            "invalid config: train.accum_steps is -2, expected a divisor of train.batch_size 128 "
+            "(each micro-batch is batch_size / accum_steps images)");
+  EXPECT_EQ(invalid(R"({"train": {"grad_checkpointing": 7}})"),
+            "invalid config: train.grad_checkpointing is 7, expected 0..6 (true = every block, "
+            "k = every k-th block of model.depth)");
+  EXPECT_EQ(invalid(R"({"train": {"ema": {"decay": 1.0}}})"),
+            "invalid config: train.ema.decay is 1.000000, expected (0, 1)");
+  EXPECT_EQ(invalid(R"({"train": {"ema": {"decay": 0}}})"),
+            "invalid config: train.ema.decay is 0.000000, expected (0, 1)");
+  EXPECT_EQ(error_of([] { from(R"({"train": {"ema": {"beta": 0.9}}})"); }),
+            "test.json: unknown config key 'train.ema.beta'; expected decay, warmup or "
+            "select_best");
+  EXPECT_EQ(error_of([] { from(R"({"train": {"grad_checkpointing": "all"}})"); }),
+            "test.json: config key 'train.grad_checkpointing': got string \"all\", expected true, "
+            "false or an interval of blocks");
+}
+
 TEST(Config, OverridesParseByFieldType) {
   Config c;
   apply_override(c, "model.depth=8");

@@ -32,6 +32,16 @@ inline void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtyp
 #endif
 }
 
+// The dtype autocast casts to on `type`'s device (whether or not it is on).
+inline at::ScalarType autocast_dtype_on(c10::DeviceType type) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::get_autocast_dtype(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                       : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
 inline bool cpu_autocast_enabled() {
   return autocast_is_on(c10::DeviceType::CPU);
 }

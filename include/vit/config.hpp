@@ -178,6 +178,10 @@ struct ModelConfig {
   int64_t head_dim() const { return dim_head > 0 ? dim_head : dim / heads; }
   int64_t inner_dim() const { return heads * head_dim(); }  // width of q, k, v
   bool layer_scale() const { return init_values != 0.0; }
+  // Training draws random numbers inside the blocks: dropout or drop-path.
+  bool draws_random_numbers_in_blocks() const {
+    return dropout > 0 || attn_dropout > 0 || drop_path > 0;
+  }
 };
 
 // torchvision's RandomResizedCrop, taken from the original image: a box of a
@@ -241,6 +245,21 @@ struct DataConfig {
   bool hflip_given = false;
 };
 
+// An exponential moving average of the weights (timm's ModelEmaV3),
+// evaluated beside them; train.ema, unset (JSON null) = off.
+struct ModelEmaConfig {
+  double decay = 0.9998;    // the average's decay per optimizer step, (0, 1)
+  bool warmup = false;      // timm's warmup: min(decay, 1 - t^(-2/3)) after optimizer step t
+  bool select_best = true;  // best.pt keeps the better of the live and the average weights
+};
+
+// Which blocks keep only their input in the forward pass and recompute the
+// rest in the backward pass (train.grad_checkpointing).
+struct GradCheckpointing {
+  int64_t every = 0;  // 0: none; 1: every block (JSON true); k: blocks 0, k, 2k, ...
+  bool covers(int64_t block) const { return every > 0 && block % every == 0; }
+};
+
 struct TrainConfig {
   int64_t batch_size = 128;
   int64_t eval_batch_size = 0;  // 0 = 2 * batch_size
@@ -283,6 +302,12 @@ struct TrainConfig {
   DistBackend dist_backend = DistBackend::kAuto;  // auto: nccl on CUDA, gloo on the CPU
   double dist_timeout_s = 300;  // a collective that waits longer fails (a rank died), > 0
   double dist_bucket_mb = 25;   // gradient all-reduce bucket, MiB (DDP's default), > 0
+  // What does not fit: micro-batches, recomputed blocks, and the weights' average.
+  int64_t accum_steps = 1;  // micro-batches per optimizer step; divides batch_size
+  GradCheckpointing grad_checkpointing;
+  std::optional<ModelEmaConfig> ema;
+  // The training loader's batch: one micro-batch of an optimizer step.
+  int64_t micro_batch_size() const { return batch_size / accum_steps; }
 };
 
 struct AnalysisConfig {

@@ -9,6 +9,7 @@
 #include "kernel_calls.hpp"
 #include "vit/error.hpp"
 #include "vit/kernels/linear.hpp"
+#include "vit/model/block_checkpoint.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
@@ -178,7 +179,8 @@ BlockImpl& VisionTransformerImpl::block(int64_t index) {
 // visitor, each block's last add is computed with the next block's norm1 in
 // one pass (Residual), and the last block computes only the rows the head
 // reads where pass.head_rows_only asks; with one, every block runs the
-// explicit attention and the visitor reads and edits it.
+// explicit attention and the visitor reads and edits it. Checkpointed blocks
+// (set_grad_checkpointing) take and give whole tensors.
 torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const BlockPass& pass) {
   const auto depth = static_cast<int64_t>(blocks->size());
   if (pass.first < 0 || pass.first > depth)
@@ -195,6 +197,11 @@ torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const 
       pass.visitor->before(i, call, skip);
     } else if (i + 1 == depth && class_token_alone) {
       call.queries = AttentionCall::Queries::kClassToken;
+    }
+    if (!pass.visitor && checkpointing_.covers(i) && is_training() &&
+        torch::GradMode::is_enabled()) {
+      x = Residual(run_checkpointed(block(i), x.tensor(), call));
+      continue;
     }
     BlockResult r = block(i).run(x, call, skip);
     if (pass.visitor) pass.visitor->after(i, r);

@@ -18,6 +18,10 @@ WeightSubstitution::~WeightSubstitution() {
   active_substitutes = nullptr;
 }
 
+const WeightMap* active_weight_substitutes() {
+  return active_substitutes;
+}
+
 const at::Tensor& compute_weight(const at::Tensor& parameter) {
   if (!active_substitutes || !parameter.defined()) return parameter;
   const auto found = active_substitutes->find(parameter.unsafeGetTensorImpl());

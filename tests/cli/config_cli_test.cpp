@@ -50,12 +50,17 @@ TEST(ConfigCommand, DocsConfigMdIsTheReference) {
 TEST(ConfigCommand, TheReferenceHasEveryKeyOnceWithItsDefault) {
   const std::string reference = config_reference_markdown();
   const auto keys = config_keys();
-  EXPECT_EQ(keys.size(), 95u);
+  EXPECT_EQ(keys.size(), 98u);
   for (const auto& key : keys) {
     EXPECT_NE(reference.find("| `" + key.path + "` |"), std::string::npos) << key.path;
     EXPECT_FALSE(key.meaning.empty()) << key.path;
   }
   EXPECT_NE(reference.find("| `model.depth` | integer | `6` | transformer blocks L, 1..1024 |"),
+            std::string::npos);
+  EXPECT_NE(reference.find("| `train.ema` | null or {decay: number, warmup: true/false, "
+                           "select_best: true/false} | `null` |"),
+            std::string::npos);
+  EXPECT_NE(reference.find("| `train.grad_checkpointing` | true/false or integer | `false` |"),
             std::string::npos);
   EXPECT_NE(reference.find("| `model.pool` | string: cls \\| mean \\| map \\| token \\| avg | "
                            "`\"cls\"` | what the head reads (timm's global_pool): the class token "

@@ -82,6 +82,10 @@ class VisionTransformerImpl : public torch::nn::Module {
   // The logits and every layer's attention probabilities, in one explicit pass.
   LogitsAndAttention forward_with_attention(const torch::Tensor& images);
   const ModelConfig& config() const { return cfg_; }
+  // Training: the blocks that recompute their activations in the backward
+  // pass (model/block_checkpoint.hpp), as timm's set_grad_checkpointing.
+  // Applies where gradients are on, on the fast path; analyses are unaffected.
+  void set_grad_checkpointing(GradCheckpointing checkpointing) { checkpointing_ = checkpointing; }
 
   // The pieces of forward_features:
   // (B,C,S,S) -> (B,N,D): the prefix tokens and the embedded patches, norm_pre
@@ -119,6 +123,7 @@ class VisionTransformerImpl : public torch::nn::Module {
   void init_weights();
   BlockImpl& block(int64_t index);
   ModelConfig cfg_;
+  GradCheckpointing checkpointing_;
 };
 TORCH_MODULE(VisionTransformer);
 

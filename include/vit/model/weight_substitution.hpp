@@ -25,6 +25,10 @@ class WeightSubstitution {
   WeightSubstitution& operator=(const WeightSubstitution&) = delete;
 };
 
+// The map of the WeightSubstitution scope open on this thread, or nullptr
+// (activation checkpointing reopens it for its recompute).
+const WeightMap* active_weight_substitutes();
+
 // The tensor a matrix product reads for `parameter`: its substitute inside a
 // WeightSubstitution scope that maps it, otherwise `parameter` itself (also
 // when it is undefined, as a Linear without bias has it).
