@@ -18,6 +18,7 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
   torch::NoGradGuard no_grad;
   const c10::Device device = loader.options().device;
   std::vector<torch::Tensor> losses, predictions, labels;
+  int64_t top5_correct = 0;
   for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
     const auto batch = loader.batch(/*epoch=*/0, step);
     torch::Tensor logits;
@@ -31,6 +32,12 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
                          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
                          .cpu());
     predictions.push_back(logits.argmax(/*dim=*/1).cpu());
+    if (num_classes > 5)
+      top5_correct += std::get<1>(logits.topk(5, /*dim=*/1))
+                          .eq(batch.labels.unsqueeze(1))
+                          .any(/*dim=*/1)
+                          .sum()
+                          .item<int64_t>();
     labels.push_back(batch.labels.cpu());
   }
   EvalResult r;
@@ -38,6 +45,7 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
   r.predictions = predictions.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(predictions);
   r.labels = labels.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(labels);
   r.count = r.labels.size(0);
+  if (num_classes > 5) r.top5_correct = top5_correct;
   const int64_t max_label = r.count > 0 ? r.labels.max().item<int64_t>() : -1;
   if (max_label >= num_classes)
     throw Error(

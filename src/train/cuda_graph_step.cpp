@@ -1,6 +1,7 @@
 #include "vit/train/cuda_graph_step.hpp"
 
 #include <optional>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -22,6 +23,8 @@ namespace vit {
 
 namespace {
 
+using Batches = std::vector<data::Batch>;
+
 bool same_shapes(const at::Tensor& a, const at::Tensor& b) {
   if (a.defined() != b.defined()) return false;
   return !a.defined() || (a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type());
@@ -32,19 +35,32 @@ bool same_shapes(const data::Batch& a, const data::Batch& b) {
          same_shapes(a.targets, b.targets);
 }
 
-// A batch of fresh tensors with `batch`'s shapes and values, on its device.
-data::Batch static_copy(const data::Batch& batch) {
-  data::Batch out;
-  out.images = batch.images.clone();
-  out.labels = batch.labels.clone();
-  if (batch.targets.defined()) out.targets = batch.targets.clone();
+bool same_shapes(const Batches& a, const Batches& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_shapes(a[i], b[i])) return false;
+  return true;
+}
+
+// Batches of fresh tensors with `batches`' shapes and values, on their device.
+Batches static_copy(const Batches& batches) {
+  Batches out;
+  for (const auto& batch : batches) {
+    data::Batch copy;
+    copy.images = batch.images.clone();
+    copy.labels = batch.labels.clone();
+    if (batch.targets.defined()) copy.targets = batch.targets.clone();
+    out.push_back(std::move(copy));
+  }
   return out;
 }
 
-void copy_into(data::Batch& to, const data::Batch& from) {
-  to.images.copy_(from.images, /*non_blocking=*/true);
-  to.labels.copy_(from.labels, /*non_blocking=*/true);
-  if (from.targets.defined()) to.targets.copy_(from.targets, /*non_blocking=*/true);
+void copy_into(Batches& to, const Batches& from) {
+  for (size_t i = 0; i < from.size(); ++i) {
+    to[i].images.copy_(from[i].images, /*non_blocking=*/true);
+    to[i].labels.copy_(from[i].labels, /*non_blocking=*/true);
+    if (from[i].targets.defined()) to[i].targets.copy_(from[i].targets, /*non_blocking=*/true);
+  }
 }
 
 }  // namespace
@@ -61,7 +77,7 @@ struct CudaGraphStep::Impl {
   // The graph's private memory pool (c10's MempoolId_t; its namespace moved
   // between LibTorch versions).
   decltype(at::cuda::graph_pool_handle()) pool{0, 0};
-  data::Batch inputs;  // the captured graph's static inputs
+  std::vector<data::Batch> inputs;  // the captured graph's static inputs
 
   Impl(Step s, c10::Device d, int64_t w)
       : step(std::move(s)), device(d), warmup_steps(w), eager_only(!d.is_cuda()) {
@@ -101,7 +117,7 @@ struct CudaGraphStep::Impl {
     graph.reset();
   }
 
-  void capture(const data::Batch& batch) {
+  void capture(const std::vector<data::Batch>& batch) {
     inputs = static_copy(batch);
     graph.emplace();
     pool = at::cuda::graph_pool_handle();
@@ -131,7 +147,7 @@ struct CudaGraphStep::Impl {
     ++replays;
   }
 
-  void run(const data::Batch& batch) {
+  void run(const std::vector<data::Batch>& batch) {
     if (graph && same_shapes(batch, inputs)) {
       copy_into(inputs, batch);
       graph->replay();
@@ -155,7 +171,7 @@ CudaGraphStep::CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps
 struct CudaGraphStep::Impl {
   Step step;
   int64_t replays = 0;  // never captured, never replayed
-  void run(const data::Batch& batch) { step(batch); }
+  void run(const std::vector<data::Batch>& batch) { step(batch); }
 };
 
 CudaGraphStep::CudaGraphStep(Step step, c10::Device, int64_t)
@@ -165,7 +181,7 @@ CudaGraphStep::CudaGraphStep(Step step, c10::Device, int64_t)
 
 CudaGraphStep::~CudaGraphStep() = default;
 
-void CudaGraphStep::run(const data::Batch& batch) {
+void CudaGraphStep::run(const std::vector<data::Batch>& batch) {
   impl_->run(batch);
 }
 

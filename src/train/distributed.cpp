@@ -264,6 +264,7 @@ void ProcessGroup::average_gradients(at::Tensor& flat, int64_t bucket_bytes) {
       work->wait();
   });
   flat.div_(world_size_);
+  ++gradient_averages_;
 }
 
 void ProcessGroup::broadcast_from_main(at::Tensor& tensor, const char* what) {

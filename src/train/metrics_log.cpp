@@ -16,29 +16,48 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kCsvHeader =
-    "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s";
+    "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s,"
+    "val_top5,ema_val_loss,ema_val_acc,peak_memory_mib";
+
+// The optional fields, by name, as metrics.jsonl and metrics.csv name them.
+template <class R, class F>
+void for_each_optional(R& r, F&& f) {
+  f("val_top5", r.val_top5);
+  f("ema_val_loss", r.ema_val_loss);
+  f("ema_val_acc", r.ema_val_acc);
+  f("peak_memory_mib", r.peak_memory_mib);
+}
 
 }  // namespace
 
 json to_json(const ValidationRecord& r) {
-  return {{"step", r.step},
-          {"epoch", r.epoch},
-          {"train_loss", r.train_loss},
-          {"train_acc", r.train_acc},
-          {"val_loss", r.val_loss},
-          {"val_acc", r.val_acc},
-          {"best_val_acc", r.best_val_acc},
-          {"lr", r.lr},
-          {"images_per_sec", r.images_per_sec},
-          {"elapsed_s", r.elapsed_s}};
+  json j = {{"step", r.step},
+            {"epoch", r.epoch},
+            {"train_loss", r.train_loss},
+            {"train_acc", r.train_acc},
+            {"val_loss", r.val_loss},
+            {"val_acc", r.val_acc},
+            {"best_val_acc", r.best_val_acc},
+            {"lr", r.lr},
+            {"images_per_sec", r.images_per_sec},
+            {"elapsed_s", r.elapsed_s}};
+  for_each_optional(r, [&](const char* name, const std::optional<double>& value) {
+    if (value) j[name] = *value;
+  });
+  return j;
 }
 
 namespace {
 
 std::string to_csv(const ValidationRecord& r) {
+  std::string optional;
+  for_each_optional(r, [&](const char*, const std::optional<double>& value) {
+    optional += value ? fmt::format(",{:.6g}", *value) : ",";
+  });
   return fmt::format("{},{:.4f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6g},{:.1f},{:.1f}", r.step,
                      r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc, r.best_val_acc,
-                     r.lr, r.images_per_sec, r.elapsed_s);
+                     r.lr, r.images_per_sec, r.elapsed_s) +
+         optional;
 }
 
 ValidationRecord from_json(const json& j) {
@@ -53,6 +72,9 @@ ValidationRecord from_json(const json& j) {
   r.lr = j.at("lr").get<double>();
   r.images_per_sec = j.at("images_per_sec").get<double>();
   r.elapsed_s = j.at("elapsed_s").get<double>();
+  for_each_optional(r, [&](const char* name, std::optional<double>& value) {
+    if (j.contains(name)) value = j.at(name).get<double>();
+  });
   return r;
 }
 

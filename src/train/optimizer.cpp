@@ -123,6 +123,14 @@ at::Tensor Optimizer::group_slice(const at::Tensor& flat, size_t group) const {
   return flat.narrow(0, group_ranges_[group].first, group_ranges_[group].second);
 }
 
+int64_t Optimizer::offset_of(const at::Tensor& parameter) const {
+  const auto* start = static_cast<const float*>(values_.data_ptr());
+  const auto* p = static_cast<const float*>(parameter.data_ptr());
+  if (p < start || p + parameter.numel() > start + values_.numel() || !parameter.is_contiguous())
+    return -1;
+  return p - start;
+}
+
 void Optimizer::zero_grad() {
   gradients_.zero_();
 }

@@ -15,11 +15,13 @@
 #include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
+#include "vit/peak_memory.hpp"
 #include "vit/train/distributed.hpp"
 #include "vit/train/distributed_evaluation.hpp"
 #include "vit/train/fine_tune.hpp"
 #include "vit/train/lr_schedule.hpp"
 #include "vit/train/metrics_log.hpp"
+#include "vit/train/model_ema.hpp"
 #include "vit/train/progress.hpp"
 #include "vit/train/snapshots.hpp"
 #include "vit/train/stop_signal.hpp"
@@ -60,10 +62,19 @@ double recorded_elapsed(const std::string& run_dir, int64_t up_to_step) {
   return elapsed;
 }
 
+// The training loader hands out micro-batches: an optimizer step reads
+// train.accum_steps of them in a row, the whole batch's images in its order.
 data::LoaderOptions train_loader_options(const Config& config, c10::Device device,
                                          const ProcessGroup* group) {
   auto options = data::loader_options(config, device, /*train=*/true);
+  options.batch_size = config.train.micro_batch_size();
   if (group) {
+    const int64_t world = group->world_size();
+    if (options.batch_size % world != 0)
+      throw Error(fmt::format(
+          "train.batch_size {} / train.accum_steps {} is {} images a micro-batch, which {} ranks "
+          "cannot share evenly; make it a multiple of the world size",
+          config.train.batch_size, config.train.accum_steps, options.batch_size, world));
     options.shard_index = group->rank();
     options.shard_count = group->world_size();
   }
@@ -104,13 +115,16 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   torch::manual_seed(config_.seed);
   model_ = VisionTransformer(config_.model);
   model_->to(device_);
+  model_->set_grad_checkpointing(config_.train.grad_checkpointing);
   prepare_for_fine_tuning();
   training_step_ = std::make_unique<TrainingStep>(
       model_, config_.train, choose_precision(config_.train.precision, device_), device_, group_);
+  if (config_.train.ema)
+    ema_ = std::make_unique<ModelEma>(model_, training_step_->optimizer(), *config_.train.ema);
   train_loader_ = data::loader_for(splits_, data::SplitName::kTrain, config_,
                                    train_loader_options(config_, device_, group_));
   val_loader_ = eval_loader(data::SplitName::kVal);
-  steps_per_epoch_ = train_loader_->batches_per_epoch();
+  steps_per_epoch_ = train_loader_->batches_per_epoch() / config_.train.accum_steps;
   if (steps_per_epoch_ == 0)
     throw Error(
         fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
@@ -251,10 +265,12 @@ CheckpointMeta Trainer::meta(bool finished, std::optional<StopReason> stop) cons
   return m;
 }
 
-void Trainer::save(const std::string& name, bool finished, std::optional<StopReason> stop) {
+void Trainer::save(const std::string& name, bool finished, std::optional<StopReason> stop,
+                   bool average_as_weights) {
   if (!is_main()) return;  // the ranks hold the same weights and optimizer state
-  save_training_checkpoint(run_dir_ + "/" + name, model_, training_step_->optimizer(),
-                           meta(finished, stop));
+  VisionTransformer& weights = average_as_weights ? ema_->model() : model_;
+  save_training_checkpoint(run_dir_ + "/" + name, weights, training_step_->optimizer(),
+                           meta(finished, stop), ema_.get());
 }
 
 // What a run writes as it goes: metrics.jsonl/csv and TensorBoard's events
@@ -268,7 +284,7 @@ struct Trainer::RunLogs {
 std::optional<StopReason> Trainer::resume_from(const std::string& checkpoint,
                                                TrainSummary& summary) {
   const CheckpointMeta m =
-      restore_training_checkpoint(checkpoint, model_, training_step_->optimizer());
+      restore_training_checkpoint(checkpoint, model_, training_step_->optimizer(), ema_.get());
   step_ = m.step;
   summary.resumed_at_step = step_;
   early_stopping_.restore(m.best_metric, m.best_step, m.validations_since_best,
@@ -296,10 +312,15 @@ Trainer::RunLogs Trainer::open_logs(TrainSummary& summary) const {
 
 double Trainer::run_step(int64_t epoch, int64_t in_epoch) {
   const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
-  const data::Batch batch = train_loader_->batch(epoch, in_epoch);
-  training_step_->run(batch, lr, step_);
-  unread_images_ += batch.labels.size(0);
+  const int64_t accum = config_.train.accum_steps;
+  std::vector<data::Batch> micro_batches;
+  for (int64_t m = 0; m < accum; ++m) {
+    micro_batches.push_back(train_loader_->batch(epoch, in_epoch * accum + m));
+    unread_images_ += micro_batches.back().labels.size(0);
+  }
+  training_step_->run(micro_batches, lr, step_);
   ++step_;
+  if (ema_) ema_->update(step_);
   return lr;
 }
 
@@ -323,18 +344,34 @@ void Trainer::report_progress(RunLogs& logs, int64_t in_epoch, double lr) const 
 std::optional<StopReason> Trainer::validate_and_checkpoint(RunLogs& logs, double lr,
                                                            int64_t total_steps) {
   logs.progress.clear();
+  ValidationRecord r;
+  if (const auto peak = peak_memory_bytes(device_)) {
+    r.peak_memory_mib = double(*peak) / (1 << 20);
+    peak_memory_mib_ = std::max(peak_memory_mib_, *r.peak_memory_mib);
+  }
   const EvalResult val = evaluate_split(model_, *val_loader_, precision().precision);
   // Weights that went bad without a non-finite training loss (for example,
   // with gradient clipping off) must not reach a checkpoint.
   if (!std::isfinite(val.loss)) stop_on_non_finite("validation loss", val.loss, step_);
-  const bool improved = early_stopping_.update(val.accuracy, step_);
-  ValidationRecord r;
+  std::optional<EvalResult> average;
+  if (ema_) average = evaluate_split(ema_->model(), *val_loader_, precision().precision);
+  // train.ema.select_best: the better of the two weights competes for best.pt.
+  const bool average_wins =
+      average && ema_->config().select_best && average->accuracy > val.accuracy;
+  const bool improved =
+      early_stopping_.update(average_wins ? average->accuracy : val.accuracy, step_);
+  if (improved) best_is_average_ = average_wins;
   r.step = step_;
   r.epoch = double(step_) / double(steps_per_epoch_);
   r.train_loss = totals_.loss_sum / totals_.steps;
   r.train_acc = double(totals_.correct) / double(totals_.seen);
   r.val_loss = val.loss;
   r.val_acc = val.accuracy;
+  if (val.has_top5()) r.val_top5 = val.top5_accuracy();
+  if (average) {
+    r.ema_val_loss = average->loss;
+    r.ema_val_acc = average->accuracy;
+  }
   r.best_val_acc = early_stopping_.best();
   r.lr = lr;
   r.images_per_sec = images_per_second();
@@ -343,19 +380,23 @@ std::optional<StopReason> Trainer::validate_and_checkpoint(RunLogs& logs, double
   if (logs.tensorboard) logs.tensorboard->record(r);
   totals_ = {};  // the checkpoints below start a new interval
   spdlog::info(
-      "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{} | "
-      "lr {:.2e} | {:.0f} img/s | {:.0f} s",
+      "step {} epoch {:.2f}: train loss {:.4f} acc {:.4f} | val loss {:.4f} acc {:.4f}{}{}{} | "
+      "lr {:.2e} | {:.0f} img/s | {:.0f} s{}",
       r.step, r.epoch, r.train_loss, r.train_acc, r.val_loss, r.val_acc,
-      improved ? " (best)"
+      r.val_top5 ? fmt::format(" top-5 {:.4f}", *r.val_top5) : "",
+      average ? fmt::format(" | ema acc {:.4f}", average->accuracy) : "",
+      improved ? std::string(average_wins ? " (best, ema)" : " (best)")
                : fmt::format(" (best {:.4f} at step {})", early_stopping_.best(),
                              early_stopping_.best_step()),
-      r.lr, r.images_per_sec, r.elapsed_s);
+      r.lr, r.images_per_sec, r.elapsed_s,
+      r.peak_memory_mib ? fmt::format(" | peak {:.0f} MiB", *r.peak_memory_mib) : "");
   std::optional<StopReason> stopped;
   if (early_stopping_.should_stop()) stopped = StopReason::kPatienceExhausted;
   const bool finished = stopped.has_value() || step_ == total_steps;
   // best.pt says why only when training stopped early (as it always has).
-  if (improved) save("best.pt", finished, stopped);
+  if (improved) save("best.pt", finished, stopped, average_wins);
   save("last.pt", finished, finished ? stopped.value_or(StopReason::kEpochsDone) : stopped);
+  reset_peak_memory(device_);  // the next interval's steps, without the evaluation
   return stopped;
 }
 
@@ -380,6 +421,7 @@ TrainSummary Trainer::fit() {
   RunLogs logs = open_logs(summary);
   session_start_ = Clock::now();
   training_step_->use_cuda_graph_if_wanted(config_.train.cuda_graph);
+  reset_peak_memory(device_);  // the steps' peak, not the setup's
   last_read_ = Clock::now();
   const int64_t first_step = step_, total_steps = config_.train.epochs * steps_per_epoch_;
   while (!stopped && step_ < total_steps) {
@@ -419,7 +461,7 @@ std::optional<EvalResult> Trainer::test_best() {
   // When the last step was the best, the trainer's own weights are best.pt's
   // (one process: nothing to broadcast), and reading the file back is skipped.
   // (measured: docs/benchmarks.md, "Why the own kernels")
-  if (!group_ && early_stopping_.best_step() == step_)
+  if (!group_ && early_stopping_.best_step() == step_ && !best_is_average_)
     return evaluate_split(model_, *test_loader, test_precision());
   // best.pt's weights go into a separate model, so the trainer's own state
   // (the last step's weights) stays as it is.
@@ -442,8 +484,9 @@ void Trainer::write_summary(const TrainSummary& s) const {
                       {"train_seconds", s.train_seconds},
                       {"precision", name_of(precision().precision)},
                       {"cpu_isa", cpu_isa_name(cpu_isa())}};
-  if (const auto peak = peak_gpu_memory_bytes(device_))
-    j["peak_gpu_memory_mib"] = double(*peak) / (1 << 20);
+  if (device_.is_cuda() && peak_memory_mib_ > 0) j["peak_gpu_memory_mib"] = peak_memory_mib_;
+  if (peak_memory_mib_ > 0) j["peak_memory_mib"] = peak_memory_mib_;
+  if (ema_) j["best_weights"] = best_is_average_ ? "ema" : "weights";
   if (s.test) {
     j["test_acc"] = s.test->accuracy;
     j["test_loss"] = s.test->loss;

@@ -2,14 +2,29 @@
 
 #include <torch/torch.h>
 
+#include <spdlog/spdlog.h>
+
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
+#include "vit/train/model_ema.hpp"
 
 namespace vit {
 namespace {
 
 constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kCpuRngKey = "rng_cpu";
+
+// The average's archive, or a fresh start from the restored weights.
+void restore_average(torch::serialize::InputArchive& archive, ModelEma& ema,
+                     const std::string& path) {
+  torch::serialize::InputArchive average;
+  if (archive.try_read(kModelEmaKey, average)) {
+    ema.load(average, path);
+    return;
+  }
+  ema.restart_from_weights();
+  spdlog::info("{} holds no average of the weights; train.ema starts from its weights", path);
+}
 
 // Module::load would give each parameter the file's storage; the optimizer
 // holds the parameters as views of its flat buffer, so the values are read
@@ -29,7 +44,8 @@ void load_weights_in_place(VisionTransformer& model, torch::serialize::InputArch
 }  // namespace
 
 void save_training_checkpoint(const std::string& path, VisionTransformer& model,
-                              const Optimizer& optimizer, const CheckpointMeta& meta) {
+                              const Optimizer& optimizer, const CheckpointMeta& meta,
+                              const ModelEma* ema) {
   write_atomically(path, [&](const std::string& temp) {
     torch::serialize::OutputArchive archive;
     archive.write(kMetaKey, c10::IValue(meta_to_json(meta)));
@@ -38,6 +54,11 @@ void save_training_checkpoint(const std::string& path, VisionTransformer& model,
     archive.write(kModelKey, model_archive);
     optimizer.save(optimizer_archive);
     archive.write(kOptimizerKey, optimizer_archive);
+    if (ema) {
+      torch::serialize::OutputArchive ema_archive;
+      ema->save(ema_archive);
+      archive.write(kModelEmaKey, ema_archive);
+    }
     archive.write(kCpuRngKey, at::detail::getDefaultCPUGenerator().get_state());
     // LibTorch's own file writer does not check every write, so the archive
     // streams through a CheckedFile. LibTorch calls the writer from its zip
@@ -69,7 +90,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
 }
 
 CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransformer& model,
-                                           Optimizer& optimizer) {
+                                           Optimizer& optimizer, ModelEma* ema) {
   auto archive = open_checkpoint_archive(path);
   CheckpointMeta meta = read_meta_record(archive, path);
   const auto diffs = architecture_differences(model->config(), meta.config.model);
@@ -82,6 +103,7 @@ CheckpointMeta restore_training_checkpoint(const std::string& path, VisionTransf
     load_weights_in_place(model, model_archive);
     archive.read(kOptimizerKey, optimizer_archive);
     optimizer.load(optimizer_archive, path);
+    if (ema) restore_average(archive, *ema, path);
     torch::Tensor rng_state;
     archive.read(kCpuRngKey, rng_state);
     auto generator = at::detail::getDefaultCPUGenerator();

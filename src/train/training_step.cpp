@@ -51,7 +51,9 @@ TrainingStep::TrainingStep(VisionTransformer model, const TrainConfig& train,
       optimizer_(make_optimizer(model_, train)),
       bf16_end_to_end_(runs_bf16_end_to_end(precision_.precision, device_, train.bf16_activations)),
       scaler_(precision_.precision == Precision::kFp16, device_),
-      totals_(device_) {
+      totals_(device_),
+      recomputes_random_draws_(train.grad_checkpointing.every > 0 &&
+                               model_->config().draws_random_numbers_in_blocks()) {
   if (const auto dtype = autocast_dtype(precision_.precision))
     weight_mirror_ = std::make_unique<WeightMirror>(
         model_, *optimizer_, *dtype,
@@ -64,20 +66,21 @@ TrainingStep::TrainingStep(VisionTransformer model, const TrainConfig& train,
 
 TrainingStep::~TrainingStep() = default;
 
-void TrainingStep::run(const data::Batch& batch, double lr, int64_t step) {
+void TrainingStep::run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step) {
   profiler_.before_step(step);
   optimizer_->set_learning_rate(lr);
   if (graph_)
-    graph_->run(batch);
+    graph_->run(micro_batches);
   else
-    eager(batch);
+    eager(micro_batches);
   profiler_.after_step(step);
 }
 
-void TrainingStep::eager(const data::Batch& batch) {
-  model_->train();
-  optimizer_->zero_grad();
-  if (weight_mirror_) weight_mirror_->refresh();
+std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const data::Batch& batch,
+                                                                 int64_t index, int64_t count) {
+  // Each micro-batch's gradients reach the fp32 vector apart, so that they
+  // add up in fp32, not in the low-precision copies.
+  if (weight_mirror_ && index > 0) weight_mirror_->zero_gradients();
   torch::Tensor logits;
   {
     std::optional<AutocastScope> autocast;
@@ -93,8 +96,26 @@ void TrainingStep::eager(const data::Batch& batch) {
           : torch::nn::functional::cross_entropy(
                 logits, batch.labels,
                 torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
-  scaler_.scale(loss).backward();
+  scaler_.scale(count > 1 ? loss / static_cast<double>(count) : loss).backward();
   if (weight_mirror_) weight_mirror_->collect_gradients();
+  return {loss.detach(), logits.detach()};
+}
+
+void TrainingStep::eager(const std::vector<data::Batch>& micro_batches) {
+  model_->train();
+  optimizer_->zero_grad();
+  if (weight_mirror_) weight_mirror_->refresh();
+  const auto count = static_cast<int64_t>(micro_batches.size());
+  at::Tensor loss, correct;  // the step's mean loss, and its right answers
+  for (int64_t m = 0; m < count; ++m) {
+    const auto& batch = micro_batches[static_cast<size_t>(m)];
+    auto [micro_loss, logits] = forward_backward(batch, m, count);
+    const auto micro_correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum();
+    loss = loss.defined() ? loss + micro_loss : micro_loss;
+    correct = correct.defined() ? correct + micro_correct : micro_correct;
+  }
+  if (count > 1) loss = loss / static_cast<double>(count);
+  // Once per optimizer step, not per micro-batch (DDP's no_sync).
   if (group_) group_->average_gradients(optimizer_->gradients(), bucket_bytes_);
   scaler_.unscale(optimizer_->gradients());
   torch::NoGradGuard no_grad;
@@ -102,7 +123,7 @@ void TrainingStep::eager(const data::Batch& batch) {
   if (grad_clip_ > 0) norm = optimizer_->clip_gradient_norm(grad_clip_);
   optimizer_->step(skip_flag(loss, norm, scaler_.found_inf()));
   scaler_.update();
-  totals_.add(loss, logits.argmax(/*dim=*/1).eq(batch.labels).sum(), norm, scaler_.found_inf());
+  totals_.add(loss, correct, norm, scaler_.found_inf());
 }
 
 StepTotals::Values TrainingStep::read_totals() {
@@ -115,12 +136,17 @@ void TrainingStep::use_cuda_graph_if_wanted(bool wanted) {
   if (!device_.is_cuda() || !wanted) return;
   std::string why_not;  // a CUDA device means a LibTorch with CUDA
   if (group_) why_not = "not yet under torchrun";
+  if (recomputes_random_draws_)
+    why_not =
+        "train.grad_checkpointing replays the blocks' dropout and drop-path draws from the "
+        "generator's state, which a captured graph cannot read";
   if (profiler_.active()) why_not = "--profile records every operator eagerly";
   if (!why_not.empty()) {
     spdlog::info("train.cuda_graph: the step runs eagerly ({})", why_not);
     return;
   }
-  graph_ = std::make_unique<CudaGraphStep>([this](const data::Batch& b) { eager(b); }, device_);
+  graph_ = std::make_unique<CudaGraphStep>(
+      [this](const std::vector<data::Batch>& micro_batches) { eager(micro_batches); }, device_);
 }
 
 int64_t TrainingStep::cuda_graph_replays() const {

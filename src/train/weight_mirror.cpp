@@ -7,19 +7,6 @@ namespace vit {
 bool runs_bf16_end_to_end(Precision precision, c10::Device device, bool bf16_activations) {
   return bf16_activations && precision == Precision::kBf16 && device.is_cuda();
 }
-namespace {
-
-// The offset of `parameter` in the flat vector `flat`, or -1 if it is not a
-// view of it (a frozen parameter, which the optimizer leaves out).
-int64_t offset_in(const at::Tensor& flat, const at::Tensor& parameter) {
-  const auto* start = static_cast<const float*>(flat.data_ptr());
-  const auto* p = static_cast<const float*>(parameter.data_ptr());
-  if (p < start || p + parameter.numel() > start + flat.numel() || !parameter.is_contiguous())
-    return -1;
-  return p - start;
-}
-
-}  // namespace
 
 WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype,
                            MirrorScope scope)
@@ -30,7 +17,7 @@ WeightMirror::WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::S
   torch::NoGradGuard no_grad;
   auto mirror = [&](const at::Tensor& parameter) {
     if (!parameter.defined() || !parameter.requires_grad()) return;
-    const int64_t offset = offset_in(flat, parameter);
+    const int64_t offset = optimizer.offset_of(parameter);
     if (offset < 0) return;
     const int64_t n = parameter.numel();
     // A leaf whose data is the slice, as the optimizer makes its parameters,
@@ -71,6 +58,11 @@ void WeightMirror::refresh() {
   gradients_.zero_();
   for (auto& [parameter, copy] : frozen_)  // a resumed checkpoint may have loaded them
     copy.copy_(parameter);
+}
+
+void WeightMirror::zero_gradients() {
+  torch::NoGradGuard no_grad;
+  gradients_.zero_();
 }
 
 void WeightMirror::collect_gradients() {

@@ -37,7 +37,9 @@ void check_model_fits_file(const ModelConfig& model, const std::string& path,
   }
 }
 
-LoadedModel load_pt(const std::string& path, const std::optional<std::string>& config_path) {
+// `weights_key`: the model's weights, or the average's (kModelEmaKey).
+LoadedModel load_pt(const std::string& path, const std::optional<std::string>& config_path,
+                    const char* weights_key = kModelKey) {
   torch::serialize::InputArchive archive = open_checkpoint_archive(path);
   const CheckpointMeta meta = read_meta_record(archive, path);
   if (config_path) {
@@ -49,8 +51,10 @@ LoadedModel load_pt(const std::string& path, const std::optional<std::string>& c
   check_model_fits_file(meta.config.model, path, /*bytes_per_parameter=*/4);  // float32
   LoadedModel loaded{VisionTransformer(meta.config.model), meta.config, meta.class_names, path};
   torch::serialize::InputArchive model_archive;
+  if (weights_key != kModelKey && !archive.try_read(weights_key, model_archive))
+    throw Error(path + ": holds no average of the weights (its run trained without train.ema)");
   try {
-    archive.read(kModelKey, model_archive);
+    if (weights_key == kModelKey) archive.read(kModelKey, model_archive);
     loaded.model->load(model_archive);
   } catch (const std::exception& e) {
     throw Error(path + ": damaged model weights (" + first_line_of(e) + ")");
@@ -265,6 +269,14 @@ LoadedModel load_model(const std::string& path, const std::optional<std::string>
   if (fs::path(path).extension() == ".safetensors")
     return load_safetensors_model(path, config_path);
   LoadedModel loaded = load_pt(path, config_path);
+  loaded.model->eval();
+  return loaded;
+}
+
+LoadedModel load_model_average(const std::string& path) {
+  if (!fs::is_regular_file(path) || fs::path(path).extension() != ".pt")
+    throw Error(path + ": the weights' average is kept in vit's training checkpoints (.pt)");
+  LoadedModel loaded = load_pt(path, std::nullopt, kModelEmaKey);
   loaded.model->eval();
   return loaded;
 }

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "error_of.hpp"
+#include "local_ranks.hpp"
 #include "vit/data/batch_loader.hpp"
 #include "vit/infer/evaluate.hpp"
 #include "vit/train/distributed_evaluation.hpp"
@@ -20,6 +21,7 @@ namespace vit {
 namespace {
 
 using Env = std::map<std::string, std::string>;
+using testing::run_ranks;
 
 std::optional<DistributedEnv> env_of(const Env& values) {
   return distributed_env([&](const char* name) -> const char* {
@@ -99,26 +101,6 @@ TEST(GlooBindingTest, LoopbackMastersBindToTheirAddressAndTheInterfaceWins) {
   const GlooBinding named = gloo_binding("127.0.0.1", "eth0");
   EXPECT_EQ(named.kind, GlooBinding::kInterface);
   EXPECT_EQ(named.name, "eth0");
-}
-
-// Runs body(rank, group) on `world` threads, one rank each.
-void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& body) {
-  const auto store = ProcessGroup::make_local_store();
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(world);
-  for (int rank = 0; rank < world; ++rank)
-    threads.emplace_back([&, rank] {
-      try {
-        auto group = ProcessGroup::join_local(store, rank, world, std::chrono::seconds(30));
-        body(rank, *group);
-      } catch (const std::exception& e) {
-        errors[rank] = e.what();
-      }
-    });
-  for (auto& t : threads)
-    t.join();
-  for (int rank = 0; rank < world; ++rank)
-    EXPECT_EQ(errors[rank], "") << "rank " << rank;
 }
 
 TEST(ProcessGroupTest, AveragesGradientsInBucketsAndBroadcasts) {

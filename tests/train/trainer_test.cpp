@@ -10,6 +10,7 @@
 
 #include "error_of.hpp"
 #include "synthetic.hpp"
+#include "training_runs.hpp"
 #include "vit/error.hpp"
 #include "vit/train/metrics_log.hpp"
 #include "vit/train/optimizer.hpp"
@@ -21,23 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TrainerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    torch::set_num_threads(1);  // bit-identical reductions between runs
-    dir_ = fs::temp_directory_path() /
-           ("vit_trainer_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    clear_stop_request();
-  }
-  void TearDown() override {
-    clear_stop_request();
-    fs::remove_all(dir_);
-  }
-  std::string run(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
-};
+using TrainerTest = testing::TrainingRunsTest;
 
 TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
   Trainer trainer(testing::texture_config(), testing::texture_splits(), c10::kCPU, run("a"));
@@ -56,9 +41,9 @@ TEST_F(TrainerTest, LossFallsAndAccuracyRisesAboveChance) {
   std::ifstream csv(run("a") + "/metrics.csv");
   std::string header;
   std::getline(csv, header);
-  EXPECT_EQ(
-      header,
-      "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,elapsed_s");
+  EXPECT_EQ(header,
+            "step,epoch,train_loss,train_acc,val_loss,val_acc,best_val_acc,lr,images_per_sec,"
+            "elapsed_s,val_top5,ema_val_loss,ema_val_acc,peak_memory_mib");
 }
 
 // The other optimizer and the CPU's mixed precision learn the same task.

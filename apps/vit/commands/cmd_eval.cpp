@@ -43,11 +43,13 @@ nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>&
     const auto row = r.confusion[i].contiguous();
     confusion.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
   }
-  return {{"checkpoint", checkpoint},        {"split", split},
-          {"precision", name_of(precision)}, {"images", r.count},
-          {"accuracy", r.accuracy},          {"loss", r.loss},
-          {"per_class_accuracy", per_class}, {"classes", classes},
-          {"confusion", confusion}};
+  nlohmann::json j = {{"checkpoint", checkpoint},        {"split", split},
+                      {"precision", name_of(precision)}, {"images", r.count},
+                      {"accuracy", r.accuracy},          {"loss", r.loss},
+                      {"per_class_accuracy", per_class}, {"classes", classes},
+                      {"confusion", confusion}};
+  if (r.has_top5()) j["top5_accuracy"] = r.top5_accuracy();
+  return j;
 }
 
 // The highest-loss images, captioned "predicted / true" (red when wrong).
@@ -120,8 +122,9 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
     return split.images.index_select(0, torch::tensor(positions, torch::kInt64));
   };
   io::write_png(out + "/worst.png", worst_grid(r, images_at, loaded.class_names));
-  std::cout << fmt::format("{} split: accuracy {:.4f} ({} images), loss {:.4f}\n", split_name,
-                           r.accuracy, r.count, r.loss);
+  std::cout << fmt::format(
+      "{} split: accuracy {:.4f}{} ({} images), loss {:.4f}\n", split_name, r.accuracy,
+      r.has_top5() ? fmt::format(", top-5 {:.4f}", r.top5_accuracy()) : "", r.count, r.loss);
   spdlog::info("wrote {}/metrics.json, confusion.png and worst.png", out);
   return json;
 }

@@ -34,8 +34,9 @@ void check_out_path(const std::string& out, const std::string& format) {
 int run_export(const ExportOptions& o) {
   apply_common_options(o.common);
   check_out_path(o.out, o.format);
-  spdlog::info("using checkpoint {}", o.checkpoint);
-  const LoadedModel loaded = load_model(o.checkpoint, o.config);
+  spdlog::info("using checkpoint {}{}", o.checkpoint, o.ema ? ", its weights' average" : "");
+  const LoadedModel loaded =
+      o.ema ? load_model_average(o.checkpoint) : load_model(o.checkpoint, o.config);
   if (o.format == "timm-hub")
     write_timm_hub_folder(o.out, loaded.model, loaded.config, loaded.class_names);
   else
@@ -67,6 +68,9 @@ std::shared_ptr<ExportOptions> register_export(Cli& cli) {
                   "timm opens: config.json and model.safetensors)")
       ->check(CLI::IsMember({"safetensors", "timm-hub"}))
       ->capture_default_str();
+  cmd->add_flag("--ema", options->ema,
+                "the average of the weights that train.ema kept (a .pt checkpoint), instead of "
+                "the weights");
   return options;
 }
 

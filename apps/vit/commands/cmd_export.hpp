@@ -9,6 +9,7 @@ struct ExportOptions {
   std::optional<std::string> config;   // --config FILE (timm safetensors only)
   std::string out;                     // --out FILE.safetensors, or a folder for timm-hub
   std::string format = "safetensors";  // --format safetensors | timm-hub
+  bool ema = false;                    // --ema: the weights' average (train.ema)
 };
 
 std::shared_ptr<ExportOptions> register_export(Cli& cli);

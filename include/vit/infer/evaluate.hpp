@@ -11,9 +11,14 @@
 namespace vit {
 
 struct EvalResult {
-  double loss = 0;                // mean cross-entropy (no label smoothing)
-  double accuracy = 0;            // fraction in [0, 1]
-  int64_t count = 0;              // images evaluated
+  double loss = 0;      // mean cross-entropy (no label smoothing)
+  double accuracy = 0;  // fraction in [0, 1]
+  int64_t count = 0;    // images evaluated
+  // Images whose label is among the five highest logits, with more than
+  // five classes (top-5 accuracy = top5_correct / count); else -1.
+  int64_t top5_correct = -1;
+  double top5_accuracy() const { return count > 0 ? double(top5_correct) / double(count) : 0.0; }
+  bool has_top5() const { return top5_correct >= 0; }
   at::Tensor per_class_accuracy;  // float64 (K); NaN for a class with no images
   at::Tensor confusion;           // int64 (K, K): rows true class, columns predicted
   at::Tensor losses;              // float (N): each image's loss, in loader order

@@ -6,7 +6,8 @@
 // The step must not wait for the device or decide anything on the host from
 // device values (no .item()): the trainer's step, the optimizer (learning rate
 // and step count on the device), fp16's loss scaler and StepTotals are built
-// so. Its inputs are copied into static buffers before each replay.
+// so. Its inputs, the micro-batches of one optimizer step, are copied into
+// static buffers before each replay.
 //
 // The first `warmup_steps` steps run eagerly on a side stream (cuBLAS and the
 // allocator settle there, as CUDA graphs require), then the next step is
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <c10/core/Device.h>
 
@@ -26,13 +28,14 @@ namespace vit {
 
 class CudaGraphStep {
  public:
-  using Step = std::function<void(const data::Batch&)>;
+  // An optimizer step on its micro-batches.
+  using Step = std::function<void(const std::vector<data::Batch>&)>;
 
   CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps = 3);
   ~CudaGraphStep();
 
-  // Runs the step on `batch`: eagerly, captured, or replayed (see above).
-  void run(const data::Batch& batch);
+  // Runs the step on `micro_batches`: eagerly, captured, or replayed (see above).
+  void run(const std::vector<data::Batch>& micro_batches);
   int64_t replays() const;  // steps run as a replay of the captured graph
 
  private:

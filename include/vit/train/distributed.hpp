@@ -86,6 +86,9 @@ class ProcessGroup {
   // Averages a flat gradient vector over the ranks, in place, in buckets of
   // at most `bucket_bytes`, all in flight at once (as DDP's buckets are).
   void average_gradients(at::Tensor& flat, int64_t bucket_bytes);
+  // Calls of average_gradients so far: one per optimizer step, whatever
+  // train.accum_steps is.
+  int64_t gradient_averages() const { return gradient_averages_; }
   // Replaces `tensor` on every rank with rank 0's, in place.
   void broadcast_from_main(at::Tensor& tensor, const char* what);
   // Throws vit::Error on every rank unless all ranks passed the same value
@@ -106,6 +109,7 @@ class ProcessGroup {
   int world_size_;
   DistBackend backend_;
   c10::Device device_;
+  int64_t gradient_averages_ = 0;
 };
 
 }  // namespace vit

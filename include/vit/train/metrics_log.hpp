@@ -2,6 +2,7 @@
 // metrics.jsonl and metrics.csv: one record per validation, appended and
 // flushed at once so a crash loses nothing that was validated.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct ValidationRecord {
   double lr = 0;
   double images_per_sec = 0;  // training throughput since the previous record
   double elapsed_s = 0;       // wall time since the run started (resumed runs continue the count)
+  // Set where they apply; metrics.jsonl leaves out the unset ones, metrics.csv
+  // leaves their cells empty.
+  std::optional<double> val_top5;                   // top-5 accuracy, with more than five classes
+  std::optional<double> ema_val_loss, ema_val_acc;  // the weights' average (train.ema)
+  // The training steps' peak memory since the previous record, MiB: the
+  // process's resident set on the CPU, the allocator's peak on CUDA.
+  std::optional<double> peak_memory_mib;
 };
 
 // The record as metrics.jsonl holds it: one line of this JSON object.

@@ -41,6 +41,9 @@ class Optimizer {
   at::Tensor& gradients() { return gradients_; }
   // All parameters, laid out as gradients(); each parameter is a view of it.
   const at::Tensor& values() const { return values_; }
+  // Where `parameter` starts in values(), or -1 when it is not a view of it
+  // (a frozen parameter, which the optimizer leaves out).
+  int64_t offset_of(const at::Tensor& parameter) const;
   // The L2 norm of all gradients; if it exceeds max_norm, scales them to it,
   // as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping,
   // 0-dim on the device, without waiting for it.

@@ -19,6 +19,7 @@
 
 namespace vit {
 
+class ModelEma;
 class ProcessGroup;
 class StepProfiler;
 class TrainingStep;
@@ -90,7 +91,9 @@ class Trainer {
   [[noreturn]] void stop_on_non_finite(const std::string& what, double value, int64_t step) const;
   // `stop`: why training ended, when `finished`
   CheckpointMeta meta(bool finished, std::optional<StopReason> stop) const;
-  void save(const std::string& name, bool finished, std::optional<StopReason> stop = std::nullopt);
+  // `average_as_weights`: the file's weights are train.ema's average.
+  void save(const std::string& name, bool finished, std::optional<StopReason> stop = std::nullopt,
+            bool average_as_weights = false);
   std::optional<EvalResult> test_best();
   // The final test's precision: the training one where the device runs it.
   Precision test_precision() const;
@@ -116,6 +119,9 @@ class Trainer {
   // The step itself: the optimizer, the precision's machinery, the CUDA
   // graph. Made once the model's frozen parameters are known.
   std::unique_ptr<TrainingStep> training_step_;
+  std::unique_ptr<ModelEma> ema_;  // train.ema; null when off
+  bool best_is_average_ = false;   // best.pt holds the average's weights
+  double peak_memory_mib_ = 0;     // the steps' highest peak this session
 };
 
 }  // namespace vit

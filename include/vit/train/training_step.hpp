@@ -1,12 +1,15 @@
 #pragma once
-// One training step, queued without waiting for the device: the forward pass
-// in the run's precision, the loss (label smoothing; mixup's and cutmix's soft
-// targets), the backward pass, the gradients' average across ranks, fp16's
-// loss scaling, clipping and the optimizer. Its statistics add up on the
+// One training step, queued without waiting for the device: for each of its
+// micro-batches (train.accum_steps), the forward pass in the run's precision,
+// the loss (label smoothing; mixup's and cutmix's soft targets) and the
+// backward pass, the gradients adding up; then, once, the gradients' average
+// across ranks, fp16's loss scaling, clipping and the optimizer. Its statistics add up on the
 // device (StepTotals) until the trainer reads them. Where train.cuda_graph
 // asks for it, the step is replayed from a CUDA graph (train/cuda_graph_step).
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include <c10/core/Device.h>
 
@@ -37,8 +40,10 @@ class TrainingStep {
   TrainingStep(const TrainingStep&) = delete;
   TrainingStep& operator=(const TrainingStep&) = delete;
 
-  // Step `step` (0-based, of the whole run) on `batch` at learning rate `lr`.
-  void run(const data::Batch& batch, double lr, int64_t step);
+  // Step `step` (0-based, of the whole run) at learning rate `lr`, on the
+  // micro-batches of one optimizer step (train.accum_steps of them, of equal
+  // size): their gradients add up to the whole batch's mean loss's.
+  void run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step);
   // Replays the step from a CUDA graph from now on (after its eager warm-up
   // steps), where train.cuda_graph asks for it on a CUDA device and nothing
   // rules it out (the log says what did).
@@ -52,7 +57,11 @@ class TrainingStep {
   int64_t cuda_graph_replays() const;
 
  private:
-  void eager(const data::Batch& batch);
+  void eager(const std::vector<data::Batch>& micro_batches);
+  // Micro-batch `index` of `count`: its forward and backward pass, its loss
+  // divided by `count`; returns its loss (undivided, detached) and its logits.
+  std::pair<at::Tensor, at::Tensor> forward_backward(const data::Batch& batch, int64_t index,
+                                                     int64_t count);
 
   VisionTransformer model_;
   PrecisionChoice precision_;  // train.precision on device_ ("auto" resolved)
@@ -64,7 +73,8 @@ class TrainingStep {
   std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
   bool bf16_end_to_end_ = false;                 // no autocast: the mirror holds every parameter
   LossScaler scaler_;
-  StepTotals totals_;  // on the device, since the last read
+  StepTotals totals_;             // on the device, since the last read
+  bool recomputes_random_draws_;  // checkpointed blocks with dropout or drop-path
   StepProfiler profiler_;
   // Last, so that it is destroyed first: the captured graph holds the
   // addresses of the model's, the optimizer's, the loss scaler's and the step

@@ -55,9 +55,12 @@ class WeightMirror {
   WeightMirror(VisionTransformer& model, Optimizer& optimizer, at::ScalarType dtype,
                MirrorScope scope = MirrorScope::kMatrixProducts);
 
-  // Before the forward pass: the copies take the current fp32 values, and
-  // their gradients are zeroed.
+  // Before an optimizer step's first forward pass: the copies take the
+  // current fp32 values, and their gradients are zeroed.
   void refresh();
+  // Before each further micro-batch (train.accum_steps): the copies'
+  // gradients are zeroed, so that collect_gradients adds each one once.
+  void zero_gradients();
   // The substitutes for a WeightSubstitution scope around the forward pass.
   const WeightMap& substitutes() const { return substitutes_; }
   // After the backward pass: adds the copies' gradients to the optimizer's.

@@ -57,6 +57,11 @@ struct LoadedModel {
 // The model is returned in eval mode on the CPU.
 LoadedModel load_model(const std::string& path, const std::optional<std::string>& config_path = {});
 
+// The weights' average a training checkpoint holds (train.ema), as a model
+// (vit export --ema); a vit::Error when the run kept none, or `path` is not
+// a .pt file.
+LoadedModel load_model_average(const std::string& path);
+
 // The checkpoint a command uses: the given one, or runs/latest/best.pt.
 std::string resolve_checkpoint_path(const std::optional<std::string>& given,
                                     const std::string& runs_dir = "runs");
@@ -64,6 +69,7 @@ std::string resolve_checkpoint_path(const std::optional<std::string>& given,
 // Names used inside the archive, shared with train/training_checkpoint.cpp.
 constexpr const char* kMetaKey = "meta";
 constexpr const char* kModelKey = "model";
+constexpr const char* kModelEmaKey = "model_ema";
 
 // The .pt file's archive, after every zip record passed its CRC-32 check
 // (weights/zip_check.hpp); a vit::Error for a damaged or foreign file.
