@@ -16,20 +16,14 @@ cd "$(dirname "$0")/../.."
 config=${3:-configs/fashion-mnist.json}
 images=${4:-12800}
 runs=${RUNS:-5} threads=${THREADS:-$(nproc)} precision=${PRECISION:-auto}
-out=$(mktemp -d)
-latest=$(readlink runs/latest 2>/dev/null || true)
-restore() {
-  rm -rf "$out"
-  if [ -n "$latest" ]; then ln -sfn "$latest" runs/latest; else rm -f runs/latest; fi
-}
-trap restore EXIT
+source scripts/bench/common.sh
+bench_scratch
 one_run() {  # VIT DIR -> images/s
   "$1" train --config "$config" --threads "$threads" --out "$2" --set train.epochs=1 \
     --set data.limit_train="$images" --set data.val_size=1000 --set data.limit_test=1000 \
     --set train.precision="$precision" 2>"$2.log" || { cat "$2.log" >&2; exit 1; }
   sed -n 's/.*"images_per_sec":\([0-9.]*\).*/\1/p' "$2/metrics.jsonl" | tail -1
 }
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 : >"$out/a" && : >"$out/b"
 for i in $(seq "$runs"); do
   one_run "$a" "$out/a$i" >>"$out/a"

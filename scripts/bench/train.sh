@@ -9,14 +9,8 @@ config=${1:-configs/fashion-mnist.json}
 images=${2:-12800}
 vit=./build/vit
 [ -x "$vit" ] || scripts/build.sh >/dev/null
-out=$(mktemp -d)
-# Every vit train points runs/latest at its run; put the user's link back.
-latest=$(readlink runs/latest 2>/dev/null || true)
-restore() {
-  rm -rf "$out"
-  if [ -n "$latest" ]; then ln -sfn "$latest" runs/latest; else rm -f runs/latest; fi
-}
-trap restore EXIT
+source scripts/bench/common.sh
+bench_scratch
 printf '%-6s %-8s %12s %10s\n' precision threads "images/s" "peak MiB"
 for precision in fp32 bf16; do
   for threads in 1 $(nproc); do
