@@ -83,7 +83,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Debian's LibTorch links whatever libblas.so.3 is selected; the reference
-# BLAS is ~20x slower than OpenBLAS, so make sure the OpenMP OpenBLAS is the
+# BLAS is far slower than OpenBLAS, so make sure the OpenMP OpenBLAS is the
 # one in use.
 blas=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | awk '/^Value:/ {print $2}')
 if [ -n "$blas" ] && [[ "$blas" != *openblas-openmp* ]] &&

@@ -21,8 +21,8 @@ phase_done() {  # WHAT
 # ctest runs two tests at a time on CI's 2 cores, each with 2 OpenMP threads
 # (CMakeLists.txt sets OMP_NUM_THREADS=2 for them), as are the vit processes
 # they start: threads that spin while they wait (libgomp's default) take the
-# cores from the other test. Waiting passively, the Debian line's suite took
-# 356 s instead of 429 on the 2-core Xeon host (2026-11-28).
+# cores from the other test, so they wait passively (measured:
+# docs/benchmarks.md, "Why the own kernels").
 export OMP_WAIT_POLICY=passive
 
 run_suite() {  # LINE

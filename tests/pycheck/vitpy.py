@@ -412,8 +412,8 @@ def parse_args(description):
     args = parser.parse_args()
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     # The references' tensors are tiny: one thread is plenty, and on a busy
-    # 2-core machine (ctest -j2, a build) two OpenMP threads each step ran
-    # ~35x slower than one.
+    # 2-core machine (ctest -j2, a build) two OpenMP threads that spin while
+    # they wait run far slower than one.
     torch.set_num_threads(1)
     return args
 
