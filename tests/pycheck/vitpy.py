@@ -421,7 +421,8 @@ def parse_args(description):
 def run_vit(vit, *args, cwd=None, threads=2):
     """Runs `vit ARGS --device cpu --threads THREADS --quiet`; exits 1 on failure.
     The analyses of small models and few images take threads=1: on a busy
-    2-core machine two threads made `vit faithfulness` ~7x slower."""
+    2-core machine two threads that spin while they wait made `vit
+    faithfulness` far slower."""
     command = [str(Path(vit).resolve()), *map(str, args), "--device", "cpu", "--threads", str(threads), "--quiet"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if result.returncode != 0:
