@@ -25,6 +25,31 @@ phase_done() {  # WHAT
 # docs/benchmarks.md, "Why the own kernels").
 export OMP_WAIT_POLICY=passive
 
+# Runs the tests that gtest's FILTER picks from DIR's test binary as ctest
+# would (two OpenMP threads each, a process per core), but in one process per
+# core (gtest's shards) instead of one per test, which would load LibTorch
+# each time. Prints each shard's summary, and its whole log when it fails.
+run_filtered() {  # DIR FILTER
+  local shards i status=0 pids=() logs=()
+  shards=$(nproc)
+  for ((i = 0; i < shards; i++)); do
+    logs+=("$(mktemp)")
+    (cd "$1" && OMP_NUM_THREADS=2 GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+      timeout 1800 ./vit_tests --gtest_filter="$2" >"${logs[i]}" 2>&1) &
+    pids+=($!)
+  done
+  for ((i = 0; i < shards; i++)); do
+    if ! wait "${pids[i]}"; then
+      status=1
+      cat "${logs[i]}"
+    fi
+    grep -E '^\[(==========|  PASSED  |  SKIPPED |  FAILED  )\] [0-9]+ tests?' "${logs[i]}" |
+      sed "s/^/test.sh: shard $((i + 1)) of $shards: /"
+    rm -f "${logs[i]}"
+  done
+  return $status
+}
+
 run_suite() {  # LINE
   echo "test.sh: the LibTorch $1 line ($(torch_line_build_dir "$1")/)"
   (cd "$(torch_line_build_dir "$1")" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
@@ -39,7 +64,7 @@ run_suite() {  # LINE
   # there, and the capped oneDNN refuses them: the tests' bf16 cases skip
   # under that cap (tests/kernels/kernel_paths.hpp), and precision auto picks
   # fp32 as on an AVX2 host. OpenBLAS's own variables are left alone.
-  local kernel_tests='^(SimdSets|AdamW|Optimizer|Gelu|LayerNorm|ScaledSoftmax|BiasedResidual|ResidualNorm|Linear[A-Za-z]*|BatchedMatmul|SplitHeads|AttentionFromProjection|CpuIsa|ChoosePrecision|EvaluationPrecision|AutocastDtype|VisionTransformer[A-Za-z]*)\.'
+  local kernel_tests='SimdSets.*:AdamW.*:Optimizer.*:Gelu.*:LayerNorm.*:ScaledSoftmax.*:BiasedResidual.*:ResidualNorm.*:Linear*:BatchedMatmul.*:SplitHeads.*:AttentionFromProjection.*:CpuIsa.*:ChoosePrecision.*:EvaluationPrecision.*:AutocastDtype.*:VisionTransformer*'
   # On a CPU with AVX512_BF16, also AVX-512 without it (the narrowing to
   # bf16 in integer instructions, as on Intel's Skylake and Ice Lake Xeons),
   # with ATen's AVX-512 code as there: the LayerNorm tests' bounds are
@@ -48,10 +73,9 @@ run_suite() {  # LINE
   grep -qw avx512_bf16 /proc/cpuinfo && isas="avx512 $isas"
   for isa in $isas; do
     echo "test.sh: the LibTorch $1 line, kernels and precision under VIT_CPU_ISA=$isa"
-    (cd "$(torch_line_build_dir "$1")" &&
-      VIT_CPU_ISA=$isa ATEN_CPU_CAPABILITY=$([ $isa = baseline ] && echo default || echo $isa) \
-      ONEDNN_MAX_CPU_ISA=$([ $isa = avx2 ] && echo AVX2 || echo ALL) \
-        ctest --output-on-failure --timeout 900 -j "$(nproc)" -R "$kernel_tests")
+    VIT_CPU_ISA=$isa ATEN_CPU_CAPABILITY=$([ $isa = baseline ] && echo default || echo $isa) \
+    ONEDNN_MAX_CPU_ISA=$([ $isa = avx2 ] && echo AVX2 || echo ALL) \
+      run_filtered "$(torch_line_build_dir "$1")" "$kernel_tests"
   done
 }
 
