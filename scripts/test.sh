@@ -25,11 +25,51 @@ phase_done() {  # WHAT
 # docs/benchmarks.md, "Why the own kernels").
 export OMP_WAIT_POLICY=passive
 
+# The skips tests/expected_skips.txt allows: each line names the LibTorch
+# line, the run, a fact of the host, and a glob of the tests, with the reason.
+# The facts this host has:
+host_facts="always"
+nvidia-smi -L 2>/dev/null | grep -q '^GPU' || host_facts+=" no-gpu"
+grep -qw amx_tile /proc/cpuinfo || host_facts+=" no-amx"
+grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && host_facts+=" bf16-cpu"
+[ "$(id -u)" -eq 0 ] && host_facts+=" root"
+
+skip_allowed() {  # LINE RUN TEST
+  local line run fact pattern reason
+  while read -r line run fact pattern reason; do
+    case "$line" in '' | '#'*) continue ;; esac
+    [[ $line = any || $line = "$1" ]] && [[ $run = any || $run = "$2" ]] &&
+      [[ " $host_facts " = *" $fact "* ]] && [[ $3 == $pattern ]] && return 0
+  done <tests/expected_skips.txt
+  return 1
+}
+
+# A run's skipped tests (SKIPS, a file with one name a line) against the
+# allow-list. A skip it does not allow is named; on CI (CI=true) it fails the
+# run, so that a test that stops running (a package gone, a probe broken)
+# shows instead of leaving the run green.
+check_skips() {  # LINE RUN SKIPS
+  local name count=0 unexpected=()
+  while read -r name; do
+    count=$((count + 1))
+    skip_allowed "$1" "$2" "$name" || unexpected+=("$name")
+  done <"$3"
+  rm -f "$3"
+  echo "test.sh: $count tests skipped (the $1 line, $2), ${#unexpected[@]} of them not in tests/expected_skips.txt"
+  [ ${#unexpected[@]} -eq 0 ] && return 0
+  printf 'test.sh: unexpected skip: %s\n' "${unexpected[@]}" >&2
+  if [ "${CI:-}" = true ]; then
+    echo "test.sh: on CI every skip must be expected: give it a line in tests/expected_skips.txt, with its reason, or make the test run" >&2
+    exit 1
+  fi
+}
+
 # Runs the tests that gtest's FILTER picks from DIR's test binary as ctest
 # would (two OpenMP threads each, a process per core), but in one process per
 # core (gtest's shards) instead of one per test, which would load LibTorch
-# each time. Prints each shard's summary, and its whole log when it fails.
-run_filtered() {  # DIR FILTER
+# each time. Prints each shard's summary, and its whole log when it fails;
+# the skipped tests' names go to SKIPS.
+run_filtered() {  # DIR FILTER SKIPS
   local shards i status=0 pids=() logs=()
   shards=$(nproc)
   for ((i = 0; i < shards; i++)); do
@@ -45,6 +85,7 @@ run_filtered() {  # DIR FILTER
     fi
     grep -E '^\[(==========|  PASSED  |  SKIPPED |  FAILED  )\] [0-9]+ tests?' "${logs[i]}" |
       sed "s/^/test.sh: shard $((i + 1)) of $shards: /"
+    sed -nE 's/^\[  SKIPPED \] ([^ ]+) \([0-9]+ ms\)$/\1/p' "${logs[i]}" >>"$3"
     rm -f "${logs[i]}"
   done
   return $status
@@ -52,7 +93,15 @@ run_filtered() {  # DIR FILTER
 
 run_suite() {  # LINE
   echo "test.sh: the LibTorch $1 line ($(torch_line_build_dir "$1")/)"
-  (cd "$(torch_line_build_dir "$1")" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+  local log skips
+  log=$(mktemp)
+  skips=$(mktemp)
+  (cd "$(torch_line_build_dir "$1")" && ctest --output-on-failure --timeout 900 -j "$(nproc)") |
+    tee "$log"
+  # ctest's closing list: "<tab>NUMBER - NAME (Skipped)".
+  sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Skipped\)$/\1/p' "$log" >"$skips"
+  rm -f "$log"
+  check_skips "$1" suite "$skips"
   # The own kernels and the precision choice again, on the paths of lesser
   # CPUs: AVX2 (vit's 8-lane kernels, LibTorch's AVX2 code, and precision
   # auto as on a CPU without bf16), then no vector kernels of vit's own
@@ -75,7 +124,8 @@ run_suite() {  # LINE
     echo "test.sh: the LibTorch $1 line, kernels and precision under VIT_CPU_ISA=$isa"
     VIT_CPU_ISA=$isa ATEN_CPU_CAPABILITY=$([ $isa = baseline ] && echo default || echo $isa) \
     ONEDNN_MAX_CPU_ISA=$([ $isa = avx2 ] && echo AVX2 || echo ALL) \
-      run_filtered "$(torch_line_build_dir "$1")" "$kernel_tests"
+      run_filtered "$(torch_line_build_dir "$1")" "$kernel_tests" "$skips"
+    check_skips "$1" "$isa" "$skips"
   done
 }
 
