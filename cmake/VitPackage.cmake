@@ -33,7 +33,7 @@ if(vit_torch_prefix MATCHES "^/usr(/|$)")
   # dpkg-shlibdeps names the package of every shared library the binary
   # links (LibTorch, OpenCV, spdlog, fmt, Gloo, oneDNN, ...). LibTorch reaches
   # BLAS through the libblas.so.3 alternative, so the OpenMP OpenBLAS that
-  # setup.sh selects is named here, as LibTorch's reference BLAS is ~20x slower.
+  # setup.sh selects is named here, as LibTorch's reference BLAS is far slower.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
   set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist")

@@ -19,7 +19,7 @@
 #   --keep        leave the chroot in place afterwards (default: removed)
 #   --base-cache  keep the freshly debootstrapped system in
 #                 /var/tmp/vit-fresh-debian-base.tar and start from it next
-#                 time (saves the debootstrap's 2-4 minutes; still bare)
+#                 time (saves the debootstrap; still bare)
 #   --command CMD run CMD in /root/vit instead of `bash scripts/test.sh`
 #                 (`bash scripts/demo.sh`, say)
 #   --dir DIR     the chroot's folder (default /var/tmp/vit-fresh-debian-PID)

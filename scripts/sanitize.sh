@@ -6,8 +6,8 @@
 #   scripts/sanitize.sh            build and run every test
 #   scripts/sanitize.sh REGEX      build the test binary, then run the tests whose names match
 #   scripts/sanitize.sh --ci       every test of the test binary in one process, as
-#                                  scripts/test.sh (CI) runs it: about 4 minutes on 2
-#                                  cores, where ctest's process per test takes 4 s each
+#                                  scripts/test.sh (CI) runs it, which loads LibTorch
+#                                  once instead of once per test
 # LibTorch, OpenBLAS and OpenMP are not instrumented; the leaks that come from
 # inside them are silenced by scripts/sanitize.supp (and only those).
 set -euo pipefail
@@ -20,8 +20,8 @@ supp=$PWD/scripts/sanitize.supp
 # code, VLA bounds, builtins' arguments), not its pointer checks (null,
 # alignment, object size, pointer overflow, array bounds, vptr, nonnull
 # attributes): ASan catches the bad accesses those stand for, and with them
-# the instrumented build took 1.8x as long (gcc 12, one translation unit:
-# 139 s against 79; ASan alone 75), which CI's hour cannot spare. The fuzz
+# the instrumented build takes far longer (docs/benchmarks.md, "Why the own
+# kernels"), which CI's time cannot spare. The fuzz
 # targets (scripts/fuzz.sh), the readers of untrusted bytes, keep every check.
 ubsan=signed-integer-overflow,shift,integer-divide-by-zero,unreachable,return,bool,enum,vla-bound,builtin
 flags="-fsanitize=address,$ubsan -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS -g1"
@@ -54,8 +54,8 @@ export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_odr_violation=0:det
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 if [ $mode = ci ]; then
-  # One process: the instrumented binary loads LibTorch in about 4 s, which
-  # ctest would pay once per test. Only a summary and the failures print.
+  # One process: the instrumented binary loads LibTorch slowly, which ctest
+  # would pay once per test. Only a summary and the failures print.
   log=$(mktemp)
   if (cd "$dir" && ./vit_tests --gtest_brief=1 >"$log" 2>&1); then
     grep -E '^\[  (PASSED|SKIPPED) +\]|tests from .* ran' "$log"

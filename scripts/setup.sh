@@ -68,7 +68,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -qq
-  # Required packages must install; the optional cross-check ones may be absent.
+  # Required packages must install; the cross-check ones too on CI (CI=true),
+  # whose Python cross-checks fail without them. Elsewhere they may be absent.
   required_missing=()
   for p in "${missing[@]}"; do
     [[ " ${optional[*]} " == *" $p "* ]] || required_missing+=("$p")
@@ -77,13 +78,18 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${required_missing[@]}" >/dev/null
   fi
   for p in "${optional[@]}"; do
-    installed "$p" || "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
-      echo "setup.sh: optional package $p is not available; the Python cross-checks will be skipped"
+    installed "$p" || "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$p" >/dev/null || {
+      if [ "${CI:-}" = true ]; then
+        echo "setup.sh: CI runs the Python cross-checks, and Debian's $p did not install" >&2
+        exit 1
+      fi
+      echo "setup.sh: optional package $p is not available; the Python cross-checks that need it will be skipped"
+    }
   done
 fi
 
 # Debian's LibTorch links whatever libblas.so.3 is selected; the reference
-# BLAS is ~20x slower than OpenBLAS, so make sure the OpenMP OpenBLAS is the
+# BLAS is far slower than OpenBLAS, so make sure the OpenMP OpenBLAS is the
 # one in use.
 blas=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | awk '/^Value:/ {print $2}')
 if [ -n "$blas" ] && [[ "$blas" != *openblas-openmp* ]] &&

@@ -59,9 +59,9 @@ int set_threads(int64_t requested) {
 void flush_subnormals_to_zero() {
   // AdamW's second moments of small gradients can fall below 1e-38, where x86
   // handles each operation in microcode at many times the cost. Flushing them
-  // to zero changes no result that matters. On the Fashion-MNIST benchmark it
-  // made no difference we could separate from the run-to-run noise (±20%);
-  // it guards longer runs against the slowdown.
+  // to zero changes no result that matters. It guards long runs against that
+  // slowdown; on short benchmarks it is lost in the noise (docs/benchmarks.md,
+  // "Why the own kernels").
   at::globalContext().setFlushDenormal(true);
 }
 

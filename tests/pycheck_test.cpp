@@ -1,15 +1,19 @@
 // Runs the cross-checks in tests/pycheck/ against the built vit binary. Each
 // script compares vit's output with an independent Python/PyTorch reference
-// and exits non-zero on a mismatch; they need Debian's python3-torch and skip
-// without it (scripts/setup.sh --python-check installs it).
+// and exits non-zero on a mismatch. They need Debian's python3-torch and
+// python3-numpy (the crops' check python3-torchvision and python3-pil too),
+// which scripts/setup.sh --python-check installs: on CI (CI=true) a missing
+// one fails the check, naming the package; elsewhere the check skips.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -27,8 +31,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Debian's interpreter, which has python3-torch; the first python3 on PATH may not.
-const std::string kPython = "/usr/bin/python3";
+// Debian's interpreter, which has python3-torch; the first python3 on PATH may
+// not. $VIT_PYCHECK_PYTHON stands in for it (a python without torch, say).
+std::string debian_python() {
+  const char* python = std::getenv("VIT_PYCHECK_PYTHON");
+  return python && *python ? python : "/usr/bin/python3";
+}
+
+bool on_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
 
 std::string quoted(const fs::path& path) {
   std::string out = "'";
@@ -37,17 +50,22 @@ std::string quoted(const fs::path& path) {
   return out + "'";
 }
 
-// Empty when the checks can run, otherwise why they cannot.
-std::string python_torch_missing() {
-  static const std::string reason = [] {
-    if (!fs::exists(kPython)) return kPython + " not found";
-    const std::string probe = kPython + " -c 'import torch, numpy' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) != 0)
-      return kPython +
-             " cannot import torch and numpy (install them: scripts/setup.sh --python-check)";
-    return std::string();
-  }();
-  return reason;
+// Empty when Debian's python imports every module of `packages` (module,
+// Debian package), otherwise what is missing, naming the packages.
+std::string missing_debian_packages(
+    std::initializer_list<std::pair<const char*, const char*>> packages) {
+  const std::string python = debian_python();
+  if (!fs::exists(python)) return python + " not found (Debian's python3)";
+  std::string missing;
+  for (const auto& [module, package] : packages)
+    if (std::system(
+            (quoted(fs::path(python)) + " -c 'import " + module + "' >/dev/null 2>&1").c_str()) !=
+        0)
+      missing += std::string(missing.empty() ? "" : ", ") + package + " (" + python +
+                 " cannot import " + module + ")";
+  if (missing.empty()) return missing;
+  return "missing Debian's " + missing +
+         " (scripts/setup.sh --python-check installs the cross-checks' packages)";
 }
 
 std::string read_text(const fs::path& path) {
@@ -60,8 +78,11 @@ std::string read_text(const fs::path& path) {
 class PyCheck : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string reason = python_torch_missing();
-    if (!reason.empty()) GTEST_SKIP() << "Python cross-check skipped: " << reason;
+    static const std::string missing =
+        missing_debian_packages({{"torch", "python3-torch"}, {"numpy", "python3-numpy"}});
+    if (missing.empty()) return;
+    if (on_ci()) FAIL() << "CI runs every Python cross-check: " << missing;
+    GTEST_SKIP() << "Python cross-check skipped: " << missing;
   }
 
   // Runs tests/pycheck/<script>.py; its output names every comparison and its
@@ -75,7 +96,7 @@ class PyCheck : public ::testing::Test {
   void run_timm_check(const std::string& script);
 
   void run_script(const std::string& script, bool keep_workdir = false,
-                  const std::string& python = kPython) {
+                  const std::string& python = debian_python()) {
     ASSERT_TRUE(fs::exists(VIT_BINARY)) << VIT_BINARY << " is not built (cmake --build build)";
     const fs::path work = workdir_of(script);
     if (!keep_workdir) fs::remove_all(work);
@@ -157,8 +178,7 @@ TEST_F(PyCheck, IntegratedGradientsMatchCaptum) {
   const std::string python = captum_python();
   if (std::system(
           (quoted(fs::path(python)) + " -c 'import captum.attr' >/dev/null 2>&1").c_str()) != 0) {
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true")
+    if (on_ci())
       FAIL() << python << " cannot import captum.attr, and CI must cross-check with Captum "
              << "(scripts/setup.sh --python-check installs it)";
     GTEST_SKIP() << python << " cannot import captum.attr (scripts/setup.sh --python-check)";
@@ -189,8 +209,7 @@ std::string timm_python() {
 void PyCheck::run_timm_check(const std::string& script) {
   const std::string python = timm_python();
   if (python.empty()) {
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true" && TORCH_VERSION_MAJOR >= 2)
+    if (on_ci() && TORCH_VERSION_MAJOR >= 2)
       FAIL() << "no environment of pip's torch line imports timm, and CI must cross-check with "
                 "it (scripts/setup.sh --torch pip installs it)";
     GTEST_SKIP() << "no python with timm (scripts/setup.sh --torch pip installs it)";
@@ -228,9 +247,12 @@ at::Tensor photograph_rgb(int64_t h, int64_t w, int64_t seed) {
 // vit's random resized crop boxes and evaluation transform, for
 // check_crops.py to hold against torchvision's.
 TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
-  if (std::system((kPython + " -c 'import torchvision, PIL' >/dev/null 2>&1").c_str()) != 0)
-    GTEST_SKIP() << kPython
-                 << " cannot import torchvision and PIL (scripts/setup.sh --python-check)";
+  const std::string missing =
+      missing_debian_packages({{"torchvision", "python3-torchvision"}, {"PIL", "python3-pil"}});
+  if (!missing.empty()) {
+    if (on_ci()) FAIL() << "CI runs every Python cross-check: " << missing;
+    GTEST_SKIP() << missing;
+  }
   const fs::path work = workdir_of("check_crops");
   fs::remove_all(work);
   fs::create_directories(work);

@@ -111,12 +111,13 @@ SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
     torch::NoGradGuard no_grad;
     sae.b_dec.copy_(x_all.mean(0));
   }
-  const auto adam = [&] {
-    return std::make_unique<torch::optim::Adam>(
-        std::vector<at::Tensor>{sae.W_enc, sae.b_enc, sae.W_dec, sae.b_dec},
-        torch::optim::AdamOptions(training.lr));
+  const auto fresh_optimizer = [&]() -> std::unique_ptr<torch::optim::Optimizer> {
+    std::vector<at::Tensor> parameters{sae.W_enc, sae.b_enc, sae.W_dec, sae.b_dec};
+    if (training.optimizer == SaeOptimizer::kSgd)
+      return std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(training.lr));
+    return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(training.lr));
   };
-  auto optimizer = adam();
+  auto optimizer = fresh_optimizer();
   std::mt19937_64 engine(training.seed);
   const int64_t n = x_all.size(0), batch = std::max<int64_t>(1, training.batch);
   SaeTrainingReport report;
@@ -145,7 +146,7 @@ SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
     const bool resampling = training.resample_dead && count > 0 && epoch + 1 < training.epochs;
     if (resampling) {
       resample(sae, x_all, dead, engine);
-      optimizer = adam();  // moments of the old directions would steer the new ones
+      optimizer = fresh_optimizer();  // moments of the old directions would steer the new ones
       report.resampled += count;
     }
     report.epoch_resampled.push_back(resampling ? count : 0);

@@ -47,9 +47,6 @@ PrecisionHardware precision_hardware(c10::Device device) {
 
 namespace {
 
-// How many times slower bf16 trains than fp32 where LibTorch emulates bf16 (docs/benchmarks.md).
-constexpr int kEmulatedBf16Slowdown = 18;
-
 // "avx2", or "avx2 as VIT_CPU_ISA allows" under a cap.
 std::string isa_text(const PrecisionHardware& h) {
   return std::string(cpu_isa_name(h.cpu)) + (h.cpu_capped ? " as VIT_CPU_ISA allows" : "");
@@ -85,8 +82,8 @@ PrecisionChoice choose_precision(Precision requested, const PrecisionHardware& h
   if (requested == Precision::kBf16 && !hardware.cuda && !cpu_computes_bf16(hardware.cpu))
     choice.warning = fmt::format(
         "precision bf16: this CPU has no bf16 instructions ({}), so LibTorch emulates them, "
-        "about {}x slower than fp32 (measured on an AMD Zen 3); precision auto picks fp32 here",
-        isa_text(hardware), kEmulatedBf16Slowdown);
+        "far slower than fp32; use precision fp32 or auto (auto picks fp32 here)",
+        isa_text(hardware));
   return choice;
 }
 

@@ -49,8 +49,7 @@ bool own_kernel_runs(const torch::Tensor& x, const torch::Tensor& bias) {
 // the three gradients are (B, N, H, Dh) in memory, and x's gradient is their
 // concatenation along the last dimension: one copy. Views taken through a
 // (B, N, P, H, Dh) reshape cost two, the stack of the three gradients and
-// the copy back into x's layout (the H200's profile of p4d384/512:
-// CatArrayBatchedCopy and a copy kernel, 12 calls of each per step).
+// the copy back into x's layout (docs/benchmarks.md, "Why the own kernels").
 std::vector<torch::Tensor> head_views(const torch::Tensor& x, const HeadShape& s) {
   std::vector<torch::Tensor> out;
   out.reserve(s.parts);

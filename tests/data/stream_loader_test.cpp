@@ -125,6 +125,65 @@ TEST_F(StreamLoaderTest, CropsFollowTheSeedAndAResumedStreamRejoinsIt) {
   EXPECT_FALSE(torch::equal(other.batch_unnormalized(0, 0).images, pass[0]));
 }
 
+// JPEGs large enough that each random resized crop is decoded as a region
+// of the file at a reduced scale (libjpeg's region decode, io/jpeg_region),
+// with flips: one worker and three give bit-identical batches. Bit-exact by
+// construction: each image's crop and flip are drawn from its own stream
+// (seed, epoch, position), and its decode and normalisation are the same
+// arithmetic whichever thread runs them.
+TEST_F(StreamLoaderTest, JpegRegionsWithFlipsAreTheSameForOneWorkerAndThree) {
+  torch::manual_seed(3);
+  for (int64_t i = 0; i < kImages; ++i) {
+    // A smooth gradient under noise, 120-167 x 150-197 pixels: no two crops alike.
+    const int64_t h = 120 + i, w = 197 - i;
+    const auto ramp = torch::linspace(0, 200, w).view({1, 1, w}).expand({3, h, w});
+    const auto image = (ramp + torch::randint(0, 56, {3, h, w})).to(torch::kUInt8);
+    const auto hwc = image.permute({1, 2, 0}).contiguous();
+    const cv::Mat mat(int(h), int(w), CV_8UC3, hwc.data_ptr<uint8_t>());
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(cv::imencode(".jpg", mat, bytes, {cv::IMWRITE_JPEG_QUALITY, 90}));
+    split_.files[i] = root_ / (std::to_string(i) + ".jpg");
+    std::ofstream(split_.files[i], std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  }
+  const auto two_epochs = [&](int64_t workers, bool hflip) {
+    settings_.workers = workers;
+    options_.augment.hflip = hflip;
+    const StreamLoader loader(split_, options_, settings_);
+    std::vector<at::Tensor> batches;
+    for (int64_t epoch = 0; epoch < 2; ++epoch)
+      for (int64_t step = 0; step < loader.batches_per_epoch(); ++step)
+        batches.push_back(loader.batch(epoch, step).images);
+    return batches;
+  };
+  const auto one = two_epochs(1, /*hflip=*/true);
+  const auto three = two_epochs(3, /*hflip=*/true);
+  ASSERT_EQ(one.size(), size_t(2 * kImages / 8));
+  ASSERT_EQ(three.size(), one.size());
+  for (size_t b = 0; b < one.size(); ++b)
+    EXPECT_TRUE(torch::equal(one[b], three[b])) << "batch " << b;
+  EXPECT_FALSE(torch::equal(one[0], one[kImages / 8]));  // epoch 1 crops anew
+
+  // The flips are there: without them each row is the same crop, mirrored
+  // where the flip was drawn (it is drawn after the crop, from the same
+  // stream), and both kinds of row occur.
+  const auto unflipped = two_epochs(3, /*hflip=*/false);
+  int64_t flipped = 0, kept = 0;
+  for (size_t b = 0; b < one.size(); ++b) {
+    for (int64_t r = 0; r < one[b].size(0); ++r) {
+      const auto row = one[b][r], plain = unflipped[b][r];
+      if (torch::equal(row, plain)) {
+        ++kept;
+      } else {
+        EXPECT_TRUE(torch::equal(row, plain.flip({-1}))) << "batch " << b << ", row " << r;
+        ++flipped;
+      }
+    }
+  }
+  EXPECT_GT(flipped, 0);
+  EXPECT_GT(kept, 0);
+}
+
 TEST_F(StreamLoaderTest, TwoRanksDecodeDisjointRowsOfEachGlobalBatch) {
   const StreamLoader alone(split_, options_, settings_);
   std::vector<StreamLoader*> ranks;

@@ -1,15 +1,19 @@
 """Check 14, the sparse autoencoder: `vit sae train --init` takes one training
 step from weights Python wrote, and its loss, its weights after the step and
 its scores on the validation images (sae.json) are what an independent
-PyTorch SAE gives from the same weights on the same tokens.
+PyTorch SAE gives from the same weights on the same tokens. The step is
+taken twice: with Adam, the default, and with `--optimizer sgd`, a plain step
+of -lr times the gradient. Adam's first step is about lr * sign(g), so it
+checks the gradient's signs alone; the SGD step checks the gradient itself,
+its scale included.
 
 The SAE (Bricken et al., 2023; TopK: Gao et al., 2024), on one layer's patch
 tokens x (n, D) (the class token left out):
   z = act(W_enc^T (x - b_dec) + b_enc),  x_hat = W_dec^T z + b_dec,
 act = ReLU of the k largest pre-activations (the rest 0), or ReLU (k = 0);
 loss = mean over tokens of ||x - x_hat||^2 (+ l1 * the mean of sum(z));
-one Adam step (lr, betas 0.9 and 0.999, eps 1e-8) on all tokens at once,
-then each decoder row (feature) scaled to unit norm.
+one Adam step (lr, betas 0.9 and 0.999, eps 1e-8), or one SGD step, on all
+tokens at once, then each decoder row (feature) scaled to unit norm.
 Scores, on the validation images' tokens after the step:
   explained_variance = 1 - sum ||x - x_hat||^2 / sum ||x - mean(x)||^2,
   l0 = features > 0 per token, dead_fraction = features that never fire,
@@ -42,6 +46,14 @@ import vitpy
 
 TOLERANCE = 1e-4
 LR = 0.01
+SGD_LR = 0.01
+# The SGD step's change of each tensor, held to Python's within this share of
+# its largest entry. vit computes the gradient in float32 (sums over at most
+# 960 token products: relative error around 1e-6 at most, 5e-7 seen), and
+# the step then rounds to the weights' float32 (2^-24 of the largest weight,
+# checked below to be under 1e-6 of the step). 1e-5 leaves a factor 10 over
+# both; a gradient off by a factor 2 is off by 1 (100%) of the step.
+SGD_TOLERANCE = 1e-5
 COPIES = 4  # of each class's image
 MIN_MARGIN = 1e-4
 
@@ -84,10 +96,11 @@ def loss_of(sae, x, k, l1):
     return (x - decode(sae, z)).pow(2).sum(1).mean() + l1 * z.sum(1).mean()
 
 
-def one_step(sae, x, k, l1):
-    """-> (loss before the step, the SAE after one Adam step and the row normalisation)."""
+def one_step(sae, x, k, l1, sgd=False):
+    """-> (loss before the step, the SAE after one Adam (or SGD) step and the row normalisation)."""
     params = {name: t.clone().requires_grad_(True) for name, t in sae.items()}
-    optimizer = torch.optim.Adam(list(params.values()), lr=LR)
+    optimizer = (torch.optim.SGD(list(params.values()), lr=SGD_LR) if sgd
+                 else torch.optim.Adam(list(params.values()), lr=LR))
     loss = loss_of(params, x, k, l1)
     optimizer.zero_grad()
     loss.backward()
@@ -204,12 +217,34 @@ def check_model(report, vit, work, name, config, layer, k, l1, generator):
         report.equal(f"{what}: the step moves {tensor} by up to {moved:.3g} in Python (> 10x tolerance)",
                      moved > 10 * TOLERANCE, True)
         report.close(f"{what}: {tensor} after one step", trained[tensor].double(), after[tensor], TOLERANCE)
+    check_sgd_step(report, vit, work, name, what, model_args, layer, tokens, init, flags, classes,
+                   sae32, k, l1)
     for key, value in expected.items():
         moved = abs(value - before_scores[key])
         if key not in ("l0", "dead_fraction", "ce_loss_clean", "ce_loss_zero_ablated"):  # counts; no SAE
             report.equal(f"{what}: the step moves {key} by {moved:.3g} in Python (> tolerance)",
                          moved > TOLERANCE, True)
         report.close(f"{what}: {key} after the step", result[key], value, TOLERANCE)
+
+
+def check_sgd_step(report, vit, work, name, what, model_args, layer, tokens, init, flags, classes,
+                   sae32, k, l1):
+    """vit's SGD step against Python's: the change of each tensor, which is
+    -SGD_LR times the gradient (W_dec's then scaled to unit rows)."""
+    _, after = one_step(sae32, tokens, k, l1, sgd=True)
+    out = work / f"{name}-sae-sgd"
+    vitpy.run_vit(vit, "sae", "train", *model_args, "--layer", layer, "--init", init, *flags,
+                  "--tokens", tokens.shape[0], "--epochs", 1, "--lr", SGD_LR, "--optimizer", "sgd",
+                  "--samples", classes, "--out", out, threads=1)
+    trained = vitpy.read_safetensors(out / "sae.safetensors")[0]
+    for tensor in ("W_enc", "b_enc", "W_dec", "b_dec"):
+        step = after[tensor] - sae32[tensor]
+        moved = step.abs().max().item()
+        rounding = sae32[tensor].abs().max().item() * 2.0 ** -24
+        report.equal(f"{what}: the SGD step moves {tensor} by up to {moved:.3g}, over 1e6 x "
+                     f"float32's rounding of its values ({rounding:.3g})", moved > 1e6 * rounding, True)
+        report.close(f"{what}: {tensor}'s SGD step (tolerance {SGD_TOLERANCE:g} of its largest entry)",
+                     trained[tensor].double() - sae32[tensor], step, SGD_TOLERANCE * moved)
 
 
 def body(report, vit, work, generator):

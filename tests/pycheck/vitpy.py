@@ -412,8 +412,8 @@ def parse_args(description):
     args = parser.parse_args()
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     # The references' tensors are tiny: one thread is plenty, and on a busy
-    # 2-core machine (ctest -j2, a build) two OpenMP threads each step ran
-    # ~35x slower than one.
+    # 2-core machine (ctest -j2, a build) two OpenMP threads that spin while
+    # they wait run far slower than one.
     torch.set_num_threads(1)
     return args
 
@@ -421,7 +421,8 @@ def parse_args(description):
 def run_vit(vit, *args, cwd=None, threads=2):
     """Runs `vit ARGS --device cpu --threads THREADS --quiet`; exits 1 on failure.
     The analyses of small models and few images take threads=1: on a busy
-    2-core machine two threads made `vit faithfulness` ~7x slower."""
+    2-core machine two threads that spin while they wait made `vit
+    faithfulness` far slower."""
     command = [str(Path(vit).resolve()), *map(str, args), "--device", "cpu", "--threads", str(threads), "--quiet"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if result.returncode != 0:

@@ -240,6 +240,7 @@ nlohmann::json write_sae_train(OpenedModel& opened, const SaeTrainOptions& o) {
   SaeTraining training;
   training.epochs = o.epochs;
   training.lr = o.lr;
+  training.optimizer = o.optimizer;
   training.l1 = file.l1;
   training.seed = seed;
   training.centre_decoder_bias = !o.init;
@@ -367,7 +368,9 @@ void register_sae(Cli& cli) {
   train_cmd->add_option("--epochs", train->epochs, "passes over the tokens")
       ->check(at_least_one())
       ->capture_default_str();
-  train_cmd->add_option("--lr", train->lr, "Adam's learning rate")->capture_default_str();
+  train_cmd->add_option("--lr", train->lr, "the learning rate")->capture_default_str();
+  add_enum_option(*train_cmd, "--optimizer", train->optimizer,
+                  "adam (the default), or sgd: plain steps of -lr times the gradient");
   train_cmd
       ->add_option("--init", train->init,
                    "go on from this SAE (vit sae train's sae.safetensors): its features, k "

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/opened_model.hpp"
+#include "vit/analysis/sparse_autoencoder.hpp"
 
 namespace vit::cli {
 
@@ -17,7 +18,8 @@ struct SaeTrainOptions {
   std::optional<double> l1;         // --l1 X: a ReLU SAE with this L1 penalty instead
   int64_t tokens = 262'144;         // --tokens N training patch tokens
   int64_t epochs = 10;              // --epochs E
-  double lr = 1e-3;                 // --lr X (Adam)
+  double lr = 1e-3;                 // --lr X
+  SaeOptimizer optimizer = SaeOptimizer::kAdam;  // --optimizer adam|sgd
   std::optional<int64_t> samples;   // --samples N validation images (default kLayerSamples)
   std::optional<std::string> init;  // --init FILE: go on from this SAE (its features, k, b_dec)
 };

@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "vit/analysis/image_batches.hpp"
+#include "vit/enum_names.hpp"
 #include "vit/model/vision_transformer.hpp"
 
 namespace vit {
@@ -30,15 +31,25 @@ struct SparseAutoencoder {
   int64_t features() const { return W_enc.size(1); }
 };
 
+// Adam (betas 0.9, 0.999), or plain SGD steps of -lr times the gradient,
+// whose size, unlike Adam's first steps, follows the gradient's scale.
+enum class SaeOptimizer { kAdam, kSgd };
+template <>
+struct EnumNames<SaeOptimizer> {
+  static constexpr std::pair<SaeOptimizer, const char*> table[] = {{SaeOptimizer::kAdam, "adam"},
+                                                                   {SaeOptimizer::kSgd, "sgd"}};
+};
+
 struct SaeTraining {
   int64_t epochs = 10;
-  int64_t batch = 1024;  // tokens per Adam step
+  int64_t batch = 1024;  // tokens per step
   double lr = 1e-3;
+  SaeOptimizer optimizer = SaeOptimizer::kAdam;
   double l1 = 0.0;  // the ReLU SAE's penalty on the mean sum of z (k = 0)
   // Features that fired on none of an epoch's tokens are resampled at its end
   // (not after the last): decoder row and encoder column along the worst
   // reconstructed tokens' residuals, encoder bias 0 (Bricken et al.), and
-  // Adam starts afresh.
+  // the optimizer starts afresh.
   bool resample_dead = true;
   uint64_t seed = 0;  // the token order and the resampled tokens
   // b_dec starts at the tokens' mean; off to go on from an SAE's own b_dec.

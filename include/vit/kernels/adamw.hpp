@@ -3,8 +3,8 @@
 // and both moments (kernels/simd/adamw.inc), where LibTorch has no fused
 // AdamW (Debian's 1.13; from 2.4 on, train/optimizer calls ATen's
 // _fused_adamw_). The whole-vector operators it replaces make about twenty
-// passes over those arrays; on the CPU benchmark job's 2.7 million
-// parameters they took about 5% of a bf16 training step.
+// passes over those arrays, each bound by memory speed.
+// (measured: docs/benchmarks.md, "Why the own kernels")
 #include <torch/types.h>
 
 namespace vit {

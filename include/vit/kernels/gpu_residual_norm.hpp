@@ -7,11 +7,11 @@
 // - backward, one pass over dn, dz and z that writes dx (the stream's dz
 //   plus the norm's x gradient, which is also y's) and sums the norm's weight
 //   and bias gradients on the way.
-// Apart, LibTorch's ops ran the add, a LayerNorm forward at a fifth of the
+// Apart, LibTorch's ops ran the add, a LayerNorm forward well below the
 // GPU's memory speed on rows of 384, the norm's x gradient, a second pass
 // over dy and x for the parameter gradients (kernels/product_reductions),
-// and autograd's add of z's two gradients: five passes and 2.5 of ViT-S/16's
-// 28 ms a step on an H200 (docs/benchmarks.md, "On a GPU").
+// and autograd's add of z's two gradients: five passes over memory where two
+// suffice (measured: docs/benchmarks.md, "Where the step goes").
 //
 // The arithmetic is LibTorch's: z rounded to x's type as the add rounds it,
 // the biased variance, fp32 within each row. Only the order of the sums
