@@ -98,7 +98,7 @@ void expect_same_parameters(const VisionTransformer& a, const VisionTransformer&
 
 // A run interrupted after its first step and resumed ends with the same
 // weights and the same average, to the bit, as one that ran straight; every
-// record carries both accuracies and the steps' peak memory.
+// record holds both accuracies and the steps' peak memory.
 TEST_F(FittingTest, AResumedRunReachesTheSameAverage) {
   const Config c = fitting_config();
   Trainer straight(c, testing::texture_splits(), c10::kCPU, run("straight"));

@@ -121,7 +121,7 @@ class Trainer {
   std::unique_ptr<TrainingStep> training_step_;
   std::unique_ptr<ModelEma> ema_;  // train.ema; null when off
   bool best_is_average_ = false;   // best.pt holds the average's weights
-  double peak_memory_mib_ = 0;     // the steps' highest peak this session
+  double peak_memory_mib_ = 0;     // the steps' highest peak since this process started
 };
 
 }  // namespace vit
