@@ -274,6 +274,7 @@ LoadedModel load_model(const std::string& path, const std::optional<std::string>
 }
 
 LoadedModel load_model_average(const std::string& path) {
+  if (!fs::exists(path)) throw Error(path + ": checkpoint not found");
   if (!fs::is_regular_file(path) || fs::path(path).extension() != ".pt")
     throw Error(path + ": the weights' average is kept in vit's training checkpoints (.pt)");
   LoadedModel loaded = load_pt(path, std::nullopt, kModelEmaKey);
