@@ -18,7 +18,7 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
   torch::NoGradGuard no_grad;
   const c10::Device device = loader.options().device;
   std::vector<torch::Tensor> losses, predictions, labels;
-  int64_t top5_correct = 0;
+  std::vector<torch::Tensor> in_top5;  // per image, with more than five classes
   for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
     const auto batch = loader.batch(/*epoch=*/0, step);
     torch::Tensor logits;
@@ -33,11 +33,10 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
                          .cpu());
     predictions.push_back(logits.argmax(/*dim=*/1).cpu());
     if (num_classes > 5)
-      top5_correct += std::get<1>(logits.topk(5, /*dim=*/1))
-                          .eq(batch.labels.unsqueeze(1))
-                          .any(/*dim=*/1)
-                          .sum()
-                          .item<int64_t>();
+      in_top5.push_back(std::get<1>(logits.topk(5, /*dim=*/1))
+                            .eq(batch.labels.unsqueeze(1))
+                            .any(/*dim=*/1)
+                            .cpu());
     labels.push_back(batch.labels.cpu());
   }
   EvalResult r;
@@ -45,7 +44,8 @@ EvalResult evaluate(VisionTransformer& model, const data::BatchSource& loader, i
   r.predictions = predictions.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(predictions);
   r.labels = labels.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(labels);
   r.count = r.labels.size(0);
-  if (num_classes > 5) r.top5_correct = top5_correct;
+  if (num_classes > 5)
+    r.top5_correct = in_top5.empty() ? 0 : torch::cat(in_top5).sum().item<int64_t>();
   const int64_t max_label = r.count > 0 ? r.labels.max().item<int64_t>() : -1;
   if (max_label >= num_classes)
     throw Error(

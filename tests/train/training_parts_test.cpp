@@ -231,6 +231,66 @@ TEST(MetricsLog, ResumeDropsRecordsAfterTheCheckpoint) {
   fs::remove_all(dir);
 }
 
+// Top-5 accuracy with more than five classes: an image counts when fewer
+// than five logits are above its label's, counted here without topk.
+TEST(Evaluate, TopFiveCountsTheLabelsAmongTheFiveHighestLogits) {
+  Config c = testing::texture_config();  // labels 0..3 of 8 outputs
+  c.model.num_classes = 8;
+  torch::manual_seed(2);
+  VisionTransformer model(c.model);
+  const data::DataSplits splits = testing::texture_splits();
+  const data::BatchLoader loader(splits.val, data::loader_options(c, c10::kCPU, /*train=*/false));
+  const EvalResult r = evaluate(model, loader, c.model.num_classes, Precision::kFp32);
+  int64_t expected = 0;
+  torch::NoGradGuard no_grad;
+  for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+    const auto batch = loader.batch(0, step);
+    const auto logits = model->forward(batch.images);              // (B, 8)
+    const auto own = logits.gather(1, batch.labels.unsqueeze(1));  // (B, 1)
+    expected += logits.gt(own).sum(/*dim=*/1).lt(5).sum().item<int64_t>();
+  }
+  ASSERT_TRUE(r.has_top5());
+  EXPECT_EQ(r.top5_correct, expected);
+  EXPECT_LT(expected, r.count);  // an untrained model misses some: the count is not trivial
+  EXPECT_GE(r.top5_accuracy(), r.accuracy);
+  c.model.num_classes = 5;  // five classes: every label is in the top five, so none is given
+  VisionTransformer five(c.model);
+  EXPECT_FALSE(evaluate(five, loader, 5, Precision::kFp32).has_top5());
+}
+
+TEST(MetricsLog, TheOptionalFieldsRoundTripAndLeaveEmptyCells) {
+  const auto dir = fresh_dir("metrics_optional");
+  {
+    MetricsLog log(dir.string(), -1);
+    ValidationRecord with, without;
+    with.step = 1;
+    with.val_top5 = 0.75;
+    with.ema_val_acc = 0.5;
+    with.ema_val_loss = 1.25;
+    with.peak_memory_mib = 300;
+    without.step = 2;
+    log.append(with);
+    log.append(without);
+  }
+  const auto records = MetricsLog::read((dir / "metrics.jsonl").string());
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].val_top5, 0.75);
+  EXPECT_EQ(records[0].ema_val_acc, 0.5);
+  EXPECT_EQ(records[0].ema_val_loss, 1.25);
+  EXPECT_EQ(records[0].peak_memory_mib, 300);
+  EXPECT_FALSE(records[1].val_top5 || records[1].ema_val_acc || records[1].peak_memory_mib);
+  std::ifstream csv(dir / "metrics.csv");
+  std::string header, first, second;
+  std::getline(csv, header);
+  std::getline(csv, first);
+  std::getline(csv, second);
+  const std::string filled = ",0.75,1.25,0.5,300", empty = ",,,,";  // top-5, ema loss, acc, peak
+  ASSERT_GT(first.size(), filled.size());
+  EXPECT_EQ(first.substr(first.size() - filled.size()), filled);
+  EXPECT_EQ(second.substr(second.size() - empty.size()), empty);
+  fs::remove_all(dir);
+}
+
 TEST(Evaluate, LabelsBeyondTheModelsClassesAreAClearError) {
   const Config c = testing::texture_config();  // labels 0..3
   VisionTransformer model(c.model);
