@@ -35,7 +35,10 @@ class ArchiveUnpackTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    fs::remove(archive_);
+  }
 
   // Writes the archive and unpacks it into dir_/out; returns the error ("(no error)").
   std::string unpack(ArchiveFormat format, const std::vector<ArchiveEntry>& entries,
