@@ -115,7 +115,12 @@ void for_each_field(C& c, F&& f) {
     "the format of data.root's files; also sets the defaults of data.mean, data.std and "
     "data.augment.hflip");
   f("data.root", d.root, "folder holding the dataset's files (synthetic: unused)");
-  f("data.val_size", d.val_size, "training images held out for validation (stratified)");
+  f("data.val_size", d.val_size,
+    "training images held out for validation (stratified), under data.validation holdout");
+  f("data.validation", d.validation,
+    "where the validation split comes from: folder = an image folder's val/ (nothing held out, "
+    "no test split), holdout = data.val_size training images (val/ or test/ is the test split); "
+    "auto = folder where root has train/ and val/ and no test/, else holdout");
   f("data.mean", d.mean, "per-channel mean of [0,1] pixels for normalisation; default per dataset");
   f("data.std", d.std, "per-channel standard deviation, > 0; default per dataset");
   f("data.augment.crop_padding", d.augment.crop_padding,

@@ -44,6 +44,10 @@ enum class OptimizerRule { kAdamW, kSgd };       // train.optimizer: "adamw" | "
 enum class PaddingMode { kZeros, kReflect };     // data.augment.padding_mode: "zeros" | "reflect"
 enum class DistBackend { kAuto, kGloo, kNccl };  // train.dist_backend: "auto" | "gloo" | "nccl"
 enum class HeadFusion { kMean, kMax, kMin };     // analysis.head_fusion: "mean" | "max" | "min"
+// Where the validation split comes from (data.validation): an image folder's
+// own val/ folder, or data.val_size training images held out; auto: the
+// folder where root has train/ and val/ (and no test/), else the hold-out.
+enum class ValidationSource { kAuto, kFolder, kHoldout };
 
 template <>
 struct EnumNames<Pool> {
@@ -99,6 +103,13 @@ template <>
 struct EnumNames<DistBackend> {
   static constexpr std::pair<DistBackend, const char*> table[] = {
       {DistBackend::kAuto, "auto"}, {DistBackend::kGloo, "gloo"}, {DistBackend::kNccl, "nccl"}};
+};
+template <>
+struct EnumNames<ValidationSource> {
+  static constexpr std::pair<ValidationSource, const char*> table[] = {
+      {ValidationSource::kAuto, "auto"},
+      {ValidationSource::kFolder, "folder"},
+      {ValidationSource::kHoldout, "holdout"}};
 };
 template <>
 struct EnumNames<HeadFusion> {
@@ -212,8 +223,9 @@ struct DataConfig {
   DatasetKind dataset = DatasetKind::kCifar10;
   std::string root = "data/cifar-10-batches-bin";  // folder holding the dataset's files
   int64_t val_size = 5000;  // training images held out for validation (stratified)
-  std::vector<double> mean = {0.4914, 0.4822, 0.4465};  // per channel, on [0,1] pixels
-  std::vector<double> std = {0.2470, 0.2435, 0.2616};   // per channel; both default per dataset
+  ValidationSource validation = ValidationSource::kAuto;  // val/ folder or hold-out
+  std::vector<double> mean = {0.4914, 0.4822, 0.4465};    // per channel, on [0,1] pixels
+  std::vector<double> std = {0.2470, 0.2435, 0.2616};     // per channel; both default per dataset
   AugmentConfig augment;
   int64_t limit_train = 0;    // keep N training images (seeded, stratified); 0 = all
   int64_t limit_test = 0;     // keep N test images (seeded, stratified); 0 = all

@@ -121,15 +121,16 @@ bool can_stream(DatasetKind dataset) {
 }
 
 // The file listing of a dataset read file by file; nullopt for the others.
-std::optional<ImageListing> listing_of(const Config& config) {
+std::optional<ImageListing> listing_of(const Config& config, ValidationSource validation) {
   const auto& d = config.data;
   if (d.dataset == DatasetKind::kImageFolder)
-    return list_image_folder(d.root, config.model.channels, config.model.image_size);
+    return list_image_folder(d.root, config.model.channels, config.model.image_size,
+                             validation == ValidationSource::kFolder);
   if (d.dataset == DatasetKind::kTinyImagenet) return list_tiny_imagenet(d.root);
   return std::nullopt;
 }
 
-StreamedSplit limited(const StreamedSplit& split, int64_t limit, uint64_t seed) {
+StreamedSplit limited(StreamedSplit split, int64_t limit, uint64_t seed) {
   if (limit <= 0 || limit >= split.size()) return split;
   return split.subset(
       stratified_pick(split.label_tensor(), split.num_classes(), limit, seed).picked);
@@ -172,8 +173,8 @@ StreamedSplit shard_split(const Config& config, const std::string& pattern, cons
   return split;
 }
 
-StreamedSplits streamed_splits(const Config& config, const std::optional<ImageListing>& listing,
-                               std::string reason) {
+StreamedSplits streamed_splits(const Config& config, std::optional<ImageListing> listing,
+                               ValidationSource validation, std::string reason) {
   const auto& d = config.data;
   StreamedSplits out;
   out.reason = std::move(reason);
@@ -184,19 +185,22 @@ StreamedSplits streamed_splits(const Config& config, const std::optional<ImageLi
     out.test = shard_split(config, d.test_shards, "data.test_shards", classes);
     return out;
   }
-  const std::string root = listing->root.string();
-  StreamedSplit official{listing->train_files,
-                         listing->train_labels,
-                         {},
-                         {},
-                         listing->classes,
-                         std::string(name_of(d.dataset)) + " " + root + " (training files)"};
-  StreamedSplit test{listing->test_files,
-                     listing->test_labels,
-                     {},
-                     {},
-                     listing->classes,
-                     std::string(name_of(d.dataset)) + " " + root + " (test files)"};
+  // One list per folder, shared by the splits cut from it.
+  const std::string what = std::string(name_of(d.dataset)) + " " + listing->root.string();
+  auto official =
+      StreamedSplit::of_files(std::make_shared<const FileList>(std::move(listing->train)),
+                              listing->classes, what + " (training files)");
+  auto evaluation = StreamedSplit::of_files(
+      std::make_shared<const FileList>(std::move(listing->evaluation)), listing->classes,
+      what + (validation == ValidationSource::kFolder ? " (val/)" : " (test files)"));
+  if (validation == ValidationSource::kFolder) {
+    out.val = std::move(evaluation);
+    out.train =
+        limited(std::move(official), d.limit_train, stream_seed(config.seed, kLimitTrainStream));
+    out.test = StreamedSplit::of_files(std::make_shared<const FileList>(listing->classes.size()),
+                                       listing->classes, what + " (no test split)");
+    return out;
+  }
   const int64_t n_train = official.size();
   if (d.val_size >= n_train)
     throw Error("data.val_size " + std::to_string(d.val_size) + " leaves no training images (" +
@@ -206,13 +210,26 @@ StreamedSplits streamed_splits(const Config& config, const std::optional<ImageLi
   out.val = official.subset(held_out.picked);
   out.train = limited(official.subset(held_out.rest), d.limit_train,
                       stream_seed(config.seed, kLimitTrainStream));
-  out.test = limited(test, d.limit_test, stream_seed(config.seed, kLimitTestStream));
+  out.test =
+      limited(std::move(evaluation), d.limit_test, stream_seed(config.seed, kLimitTestStream));
   return out;
 }
 
-DataSplits in_memory_splits(const Config& config, DatasetPair official) {
+DataSplits in_memory_splits(const Config& config, DatasetPair official,
+                            ValidationSource validation) {
   const auto& d = config.data;
   const auto& m = config.model;
+  DataSplits out;
+  if (validation == ValidationSource::kFolder) {
+    // The dataset's second folder is val/: it validates, and there is no test split.
+    out.val = conform(official.test, m.channels, m.image_size);
+    out.train =
+        conform(limited(official.train, d.limit_train, stream_seed(config.seed, kLimitTrainStream)),
+                m.channels, m.image_size);
+    out.test =
+        conform(official.test.subset(torch::empty({0}, torch::kInt64)), m.channels, m.image_size);
+    return out;
+  }
   const int64_t classes = official.train.num_classes();
   const int64_t n_train = official.train.size();
   if (d.val_size >= n_train) {
@@ -221,7 +238,6 @@ DataSplits in_memory_splits(const Config& config, DatasetPair official) {
   }
   const auto held_out = stratified_pick(official.train.labels, classes, d.val_size,
                                         stream_seed(config.seed, kValStream));
-  DataSplits out;
   out.val = conform(official.train.subset(held_out.picked), m.channels, m.image_size);
   out.train = conform(limited(official.train.subset(held_out.rest), d.limit_train,
                               stream_seed(config.seed, kLimitTrainStream)),
@@ -277,6 +293,18 @@ StreamChoice choose_stream(const Config& config, int64_t listed_images) {
                     " MiB decoded, over data.memory_budget_mb " + mib_text(budget) + " MiB"};
 }
 
+ValidationSource validation_source(const DataConfig& data) {
+  if (data.dataset != DatasetKind::kImageFolder) return ValidationSource::kHoldout;
+  if (data.validation != ValidationSource::kAuto) return data.validation;
+  const std::filesystem::path root = data.root;
+  std::error_code ec;
+  const auto folder = [&](const char* name) {
+    return std::filesystem::is_directory(root / name, ec);
+  };
+  return folder("train") && folder("val") && !folder("test") ? ValidationSource::kFolder
+                                                             : ValidationSource::kHoldout;
+}
+
 DataSplits load_data(const Config& config) {
   const auto start = std::chrono::steady_clock::now();
   const auto& d = config.data;
@@ -284,13 +312,13 @@ DataSplits load_data(const Config& config) {
   const auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  const auto listing = listing_of(config);
-  const int64_t listed =
-      listing ? static_cast<int64_t>(listing->train_files.size() + listing->test_files.size()) : 0;
+  const ValidationSource validation = validation_source(d);
+  auto listing = listing_of(config, validation);
+  const int64_t listed = listing ? listing->train.size() + listing->evaluation.size() : 0;
   const StreamChoice choice = choose_stream(config, listed);
   DataSplits out;
   if (choice.stream) {
-    out.streamed = streamed_splits(config, listing, choice.reason);
+    out.streamed = streamed_splits(config, std::move(listing), validation, choice.reason);
     if (out.streamed->train.num_classes() != m.num_classes)
       throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
                   std::string(name_of(d.dataset)) + " has " +
@@ -310,8 +338,9 @@ DataSplits load_data(const Config& config) {
                   std::string(name_of(d.dataset)) + " has " +
                   std::to_string(official.train.num_classes()) + " classes");
     }
-    out = in_memory_splits(config, std::move(official));
+    out = in_memory_splits(config, std::move(official), validation);
   }
+  out.validation = validation;
   out.mean = d.mean;
   out.std = d.std;
   if (choice.stream) {

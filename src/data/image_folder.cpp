@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "vit/data/folder_listing.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -24,27 +25,31 @@ std::vector<std::string> subfolders(const fs::path& dir) {
   return names;
 }
 
-void add_split(const fs::path& dir, const std::map<std::string, int64_t>& label_of,
-               std::vector<fs::path>& files, std::vector<int64_t>& labels) {
+// The images of `dir`'s class folders, each labelled by its folder's place
+// among the training classes.
+FileList list_split(const fs::path& dir, const std::map<std::string, int64_t>& label_of) {
+  std::vector<LabelledFolder> folders;
   for (const auto& name : subfolders(dir)) {
     const auto it = label_of.find(name);
     if (it == label_of.end()) {
       throw Error((dir / name).string() + ": class folder not found among the training classes");
     }
-    for (auto& file : list_images(dir / name, kImageExtensions)) {
-      files.push_back(std::move(file));
-      labels.push_back(it->second);
-    }
+    folders.push_back({dir / name, it->second});
   }
+  return list_labelled_folders(folders, kImageExtensions, static_cast<int64_t>(label_of.size()));
 }
 
 }  // namespace
 
-ImageListing list_image_folder(const fs::path& root, int64_t channels, int64_t side) {
+ImageListing list_image_folder(const fs::path& root, int64_t channels, int64_t side,
+                               bool val_folder) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw Error(root.string() + ": folder not found (data.root)");
   const bool split_layout = fs::is_directory(root / "train", ec);
   const fs::path train_dir = split_layout ? root / "train" : root;
+  if (val_folder && !(split_layout && fs::is_directory(root / "val", ec)))
+    throw Error(root.string() +
+                ": no train/ and val/ folders, which data.validation \"folder\" reads");
   ImageListing listing;
   listing.root = root;
   listing.name = "image-folder";
@@ -58,15 +63,17 @@ ImageListing list_image_folder(const fs::path& root, int64_t channels, int64_t s
   std::map<std::string, int64_t> label_of;
   for (size_t k = 0; k < listing.classes.size(); ++k)
     label_of[listing.classes[k]] = static_cast<int64_t>(k);
-  add_split(train_dir, label_of, listing.train_files, listing.train_labels);
-  if (listing.train_files.empty()) {
+  listing.train = list_split(train_dir, label_of);
+  if (listing.train.empty()) {
     throw Error(train_dir.string() +
                 ": no .png, .jpg, .jpeg, .bmp or .webp images in the class folders");
   }
-  if (split_layout) {
+  if (val_folder) {
+    listing.evaluation = list_split(root / "val", label_of);
+  } else if (split_layout) {
     for (const char* name : {"test", "val"}) {
       if (fs::is_directory(root / name, ec)) {
-        add_split(root / name, label_of, listing.test_files, listing.test_labels);
+        listing.evaluation = list_split(root / name, label_of);
         break;
       }
     }

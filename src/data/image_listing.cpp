@@ -1,7 +1,5 @@
 #include "vit/data/image_listing.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -22,16 +20,16 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // Splits the decoded images back into train and test, dropping skipped ones.
 DatasetPair assemble(const ImageListing& listing, const DecodedImages& decoded) {
-  const auto n_train = static_cast<int64_t>(listing.train_files.size());
+  const int64_t n_train = listing.train.size();
   std::vector<int64_t> train_rows, test_rows, train_labels, test_labels;
   for (size_t row = 0; row < decoded.kept.size(); ++row) {
     const int64_t i = decoded.kept[row];
     if (i < n_train) {
       train_rows.push_back(static_cast<int64_t>(row));
-      train_labels.push_back(listing.train_labels[i]);
+      train_labels.push_back(listing.train.label(i));
     } else {
       test_rows.push_back(static_cast<int64_t>(row));
-      test_labels.push_back(listing.test_labels[i - n_train]);
+      test_labels.push_back(listing.evaluation.label(i - n_train));
     }
   }
   auto split = [&](const std::vector<int64_t>& rows, const std::vector<int64_t>& labels,
@@ -47,10 +45,11 @@ DatasetPair assemble(const ImageListing& listing, const DecodedImages& decoded) 
   return {split(train_rows, train_labels, "train"), split(test_rows, test_labels, "test")};
 }
 
-std::vector<fs::path> all_sources(const ImageListing& listing) {
-  std::vector<fs::path> files = listing.index_files;
-  files.insert(files.end(), listing.train_files.begin(), listing.train_files.end());
-  files.insert(files.end(), listing.test_files.begin(), listing.test_files.end());
+// The images, training files first.
+std::vector<fs::path> image_paths(const ImageListing& listing) {
+  std::vector<fs::path> files = listing.train.paths();
+  for (auto& file : listing.evaluation.paths())
+    files.push_back(std::move(file));
   return files;
 }
 
@@ -72,7 +71,9 @@ DatasetPair load_listing(const ImageListing& listing, const ImageLoadOptions& op
   const auto start = std::chrono::steady_clock::now();
   const std::string recipe = listing.name + " channels=" + std::to_string(listing.channels) +
                              " side=" + std::to_string(listing.side);
-  const auto sources = all_sources(listing);
+  const auto images = image_paths(listing);
+  std::vector<fs::path> sources = listing.index_files;
+  sources.insert(sources.end(), images.begin(), images.end());
   const SourceFingerprint fingerprint = fingerprint_sources(listing.root, sources, recipe);
   const fs::path beside = image_cache_path(listing.root, listing.name, options.cache_dir, false);
   const fs::path elsewhere = image_cache_path(listing.root, listing.name, options.cache_dir, true);
@@ -91,8 +92,6 @@ DatasetPair load_listing(const ImageListing& listing, const ImageLoadOptions& op
     }
   }
 
-  std::vector<fs::path> images(listing.train_files);
-  images.insert(images.end(), listing.test_files.begin(), listing.test_files.end());
   spdlog::info("decoding {} images in {}", images.size(), listing.root.string());
   const DecodedImages decoded =
       decode_images(images, listing.channels, listing.side, options.skip_corrupt, options.workers);
@@ -117,23 +116,6 @@ DatasetPair load_listing(const ImageListing& listing, const ImageLoadOptions& op
                    listing.root.string());
   }
   return std::move(cached.data);
-}
-
-std::vector<fs::path> list_images(const fs::path& dir, const std::vector<std::string>& extensions) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error(dir.string() + ": folder not found");
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    std::string ext = entry.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    if (std::find(extensions.begin(), extensions.end(), ext) != extensions.end())
-      files.push_back(entry.path());
-  }
-  if (ec) throw Error(dir.string() + ": cannot list the folder (" + ec.message() + ")");
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 }  // namespace vit::data

@@ -76,7 +76,7 @@ class FileSequence : public ItemSequence {
         Item item;
         item.position = position;
         item.file = order_[position];
-        item.label = split_.labels[item.file];
+        item.label = split_.label(item.file);
         return item;
       }
       ++step_;
@@ -437,7 +437,7 @@ class StreamLoader::Pipeline {
     streaming::Item& item = job.item;
     std::string name = item.name;
     if (item.file >= 0) {
-      const auto& path = l.split_.files[item.file];
+      const auto path = l.split_.path(item.file);
       name = path.string();
       item.bytes = read_file_bytes(path);
     }

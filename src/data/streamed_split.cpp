@@ -1,6 +1,8 @@
 #include "vit/data/streamed_split.hpp"
 
+#include <limits>
 #include <numeric>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -8,24 +10,50 @@
 
 namespace vit::data {
 
+StreamedSplit StreamedSplit::of_files(std::shared_ptr<const FileList> list,
+                                      std::vector<std::string> classes, std::string source) {
+  if (list->size() > int64_t{std::numeric_limits<uint32_t>::max()})
+    throw Error(source + ": " + std::to_string(list->size()) + " files; at most " +
+                std::to_string(std::numeric_limits<uint32_t>::max()) + " are read as one split");
+  StreamedSplit out;
+  out.list = std::move(list);
+  out.classes = std::move(classes);
+  out.source = std::move(source);
+  return out;
+}
+
 int64_t StreamedSplit::size() const {
   if (from_shards()) return std::accumulate(shard_samples.begin(), shard_samples.end(), int64_t{0});
-  return static_cast<int64_t>(files.size());
+  return rows ? static_cast<int64_t>(rows->size()) : list->size();
+}
+
+int64_t StreamedSplit::row(int64_t i) const {
+  if (i < 0 || i >= size())
+    throw Error(source + ": image " + std::to_string(i) + " of " + std::to_string(size()));
+  return rows ? int64_t{(*rows)[static_cast<size_t>(i)]} : i;
+}
+
+std::filesystem::path StreamedSplit::path(int64_t i) const {
+  return list->path(row(i));
+}
+
+int64_t StreamedSplit::label(int64_t i) const {
+  return list->label(row(i));
 }
 
 StreamedSplit StreamedSplit::subset(const at::Tensor& indices) const {
   if (from_shards()) throw Error(source + ": WebDataset shards are read whole, not by image");
   StreamedSplit out;
+  out.list = list;
   out.classes = classes;
   out.source = source;
   const auto index = indices.to(torch::kCPU).to(torch::kInt64).contiguous();
   const int64_t* i = index.data_ptr<int64_t>();
-  for (int64_t k = 0; k < index.numel(); ++k) {
-    if (i[k] < 0 || i[k] >= size())
-      throw Error(source + ": image " + std::to_string(i[k]) + " of " + std::to_string(size()));
-    out.files.push_back(files[i[k]]);
-    out.labels.push_back(labels[i[k]]);
-  }
+  auto rows_out = std::make_shared<std::vector<uint32_t>>();
+  rows_out->reserve(static_cast<size_t>(index.numel()));
+  for (int64_t k = 0; k < index.numel(); ++k)
+    rows_out->push_back(static_cast<uint32_t>(row(i[k])));
+  out.rows = std::move(rows_out);
   return out;
 }
 
@@ -47,7 +75,11 @@ StreamedSplit StreamedSplit::share(int64_t rank, int64_t world) const {
 
 at::Tensor StreamedSplit::label_tensor() const {
   if (from_shards()) throw Error(source + ": the labels of WebDataset shards are read with them");
-  return torch::tensor(labels, torch::kInt64).view({static_cast<int64_t>(labels.size())});
+  auto labels = torch::empty({size()}, torch::kInt64);
+  int64_t* out = labels.data_ptr<int64_t>();
+  for (int64_t k = 0; k < size(); ++k)
+    out[k] = label(k);
+  return labels;
 }
 
 }  // namespace vit::data

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "vit/data/folder_listing.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -82,6 +83,7 @@ ImageListing list_tiny_imagenet(const fs::path& root) {
   for (size_t k = 0; k < wnids.size(); ++k)
     label_of[wnids[k]] = static_cast<int64_t>(k);
 
+  std::vector<LabelledFolder> folders;
   for (size_t k = 0; k < wnids.size(); ++k) {
     const fs::path dir = root / "train" / wnids[k] / "images";
     std::error_code ec;
@@ -89,11 +91,11 @@ ImageListing list_tiny_imagenet(const fs::path& root) {
       throw Error(dir.string() + ": folder not found (class " + wnids[k] +
                   " is listed in wnids.txt)");
     }
-    for (auto& file : list_images(dir, kJpegExtensions)) {
-      listing.train_files.push_back(std::move(file));
-      listing.train_labels.push_back(static_cast<int64_t>(k));
-    }
+    folders.push_back({dir, static_cast<int64_t>(k)});
   }
+  const auto n_classes = static_cast<int64_t>(wnids.size());
+  listing.train = list_labelled_folders(folders, kJpegExtensions, n_classes);
+  listing.evaluation = FileList(n_classes);
 
   const fs::path annotations = root / "val" / "val_annotations.txt";
   auto in = open_text(annotations, "it labels the images of val/images");
@@ -112,8 +114,7 @@ ImageListing list_tiny_imagenet(const fs::path& root) {
       throw Error(annotations.string() + " line " + std::to_string(number) + ": class " +
                   trim(wnid) + " is not in wnids.txt");
     }
-    listing.test_files.push_back(root / "val" / "images" / trim(file));
-    listing.test_labels.push_back(it->second);
+    listing.evaluation.add(root / "val" / "images", trim(file), it->second);
   }
   listing.index_files = {wnids_file, annotations};
   if (fs::exists(root / "words.txt")) listing.index_files.push_back(root / "words.txt");

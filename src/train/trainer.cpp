@@ -483,7 +483,9 @@ void Trainer::write_summary(const TrainSummary& s) const {
                       {"best_step", s.best_step},
                       {"train_seconds", s.train_seconds},
                       {"precision", name_of(precision().precision)},
-                      {"cpu_isa", cpu_isa_name(cpu_isa())}};
+                      {"cpu_isa", cpu_isa_name(cpu_isa())},
+                      {"validation", enum_name(splits_.validation)},
+                      {"val_images", splits_.val_size()}};
   if (device_.is_cuda() && peak_memory_mib_ > 0) j["peak_gpu_memory_mib"] = peak_memory_mib_;
   if (peak_memory_mib_ > 0) j["peak_memory_mib"] = peak_memory_mib_;
   if (ema_) j["best_weights"] = best_is_average_ ? "ema" : "weights";
@@ -492,6 +494,8 @@ void Trainer::write_summary(const TrainSummary& s) const {
     j["test_loss"] = s.test->loss;
     j["test_images"] = s.test->count;
     j["test_precision"] = name_of(test_precision());
+  } else if (splits_.test_size() == 0) {
+    j["test_images"] = 0;  // no test split: e.g. val/ validates (data.validation folder)
   }
   write_text_atomically(run_dir_ + "/summary.json", j.dump(2) + "\n");
 }

@@ -86,7 +86,7 @@ TEST_F(StreamedCli, AFolderBecomesShardsThatTrainEvaluateAndAnalyse) {
                          "/train-{000000..000003}.tar"),
             std::string::npos)
       << written;
-  EXPECT_NE(written.find("wrote 15 test images to " + shards.string() + "/val-000000.tar"),
+  EXPECT_NE(written.find("wrote 15 validation images to " + shards.string() + "/val-000000.tar"),
             std::string::npos)
       << written;
   EXPECT_TRUE(fs::exists(shards / "classes.txt"));

@@ -185,11 +185,11 @@ TEST_F(StreamChoiceTest, StreamedSplitsAreTheInMemorySplitsFiles) {
   ASSERT_TRUE(streamed.streamed);
   // The same seeded hold-out and limit pick the same images: each PNG's
   // pixels are its index.
-  const auto& files = streamed.streamed->val.files;
-  ASSERT_EQ(int64_t(files.size()), memory.val.size());
-  for (size_t i = 0; i < files.size(); ++i)
-    EXPECT_EQ(files[i].stem().string(),
-              std::to_string(memory.val.images[int64_t(i)][0][0][0].item<int>()));
+  const auto& val = streamed.streamed->val;
+  ASSERT_EQ(val.size(), memory.val.size());
+  for (int64_t i = 0; i < val.size(); ++i)
+    EXPECT_EQ(val.path(i).stem().string(),
+              std::to_string(memory.val.images[i][0][0][0].item<int>()));
   EXPECT_EQ(streamed.train_size(), 10);
 }
 

@@ -89,8 +89,8 @@ TEST(ImageFolderWebp, WebpFilesAreImagesToo) {
                 {cv::IMWRITE_WEBP_QUALITY, 101});  // above 100: lossless
   }
   const auto listing = vit::data::list_image_folder(root, 3, 6);
-  EXPECT_EQ(listing.train_files.size(), 2u);
-  const auto image = vit::io::read_image(listing.train_files[0], 3, 0);
+  EXPECT_EQ(listing.train.size(), 2);
+  const auto image = vit::io::read_image(listing.train.path(0), 3, 0);
   EXPECT_EQ(image.sizes(), (std::vector<int64_t>{3, 6, 9}));
   EXPECT_EQ(image[0][0][0].item<int>(), 30);  // RGB of OpenCV's BGR (10, 20, 30)
   fs::remove_all(root);

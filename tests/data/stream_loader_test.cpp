@@ -34,16 +34,14 @@ class StreamLoaderTest : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("vit_stream_" + std::to_string(::getpid()));
     fs::remove_all(root_);
-    split_.classes = {"a", "b", "c"};
-    split_.source = "test files";
     for (int64_t i = 0; i < kImages; ++i) {
       const auto path = root_ / (std::to_string(i) + ".png");
       const int64_t h = 30 + i % 32, w = 41 + (i * 7) % 32;
       const auto colour =
           torch::tensor({i, 100 + i / 2, int64_t{77}}, torch::kUInt8).view({3, 1, 1});
       vit::io::write_png(path, colour.expand({3, h, w}).contiguous());
-      split_.files.push_back(path);
-      split_.labels.push_back(i % 3);
+      files_.push_back(path);
+      labels_.push_back(i % 3);
     }
     settings_.channels = 3;
     settings_.side = 16;
@@ -64,7 +62,16 @@ class StreamLoaderTest : public ::testing::Test {
   }
 
   fs::path root_;
-  StreamedSplit split_;
+  // The files as a split, listed afresh: the tests rewrite files_.
+  StreamedSplit split() const {
+    auto list = std::make_shared<vit::data::FileList>(3);
+    for (size_t i = 0; i < files_.size(); ++i)
+      list->add(files_[i].parent_path(), files_[i].filename().string(), labels_[i]);
+    return StreamedSplit::of_files(list, {"a", "b", "c"}, "test files");
+  }
+
+  std::vector<fs::path> files_;
+  std::vector<int64_t> labels_;
   StreamSettings settings_;
   LoaderOptions options_;
 };
@@ -73,7 +80,7 @@ TEST_F(StreamLoaderTest, EachImageOnceAnEpochInTheInMemoryPathsOrderForAnyWorker
   std::vector<at::Tensor> first;
   for (const int64_t workers : {1, 2, 4}) {
     settings_.workers = workers;
-    const StreamLoader loader(split_, options_, settings_);
+    const StreamLoader loader(split(), options_, settings_);
     ASSERT_EQ(loader.batches_per_epoch(), kImages / 8);
     std::vector<at::Tensor> batches;
     for (int64_t epoch = 0; epoch < 2; ++epoch) {
@@ -104,24 +111,24 @@ TEST_F(StreamLoaderTest, EachImageOnceAnEpochInTheInMemoryPathsOrderForAnyWorker
 TEST_F(StreamLoaderTest, CropsFollowTheSeedAndAResumedStreamRejoinsIt) {
   for (int64_t i = 0; i < kImages; ++i) {
     auto image = torch::randint(0, 256, {3, 40 + i, 90 - i}, torch::kUInt8);
-    vit::io::write_png(split_.files[i], image);
+    vit::io::write_png(files_[i], image);
   }
   settings_.workers = 3;
-  const StreamLoader loader(split_, options_, settings_);
+  const StreamLoader loader(split(), options_, settings_);
   std::vector<at::Tensor> pass;
   for (int64_t step = 0; step < 6; ++step)
     pass.push_back(loader.batch_unnormalized(0, step).images);
   for (int64_t step = 0; step < 3; ++step)
     pass.push_back(loader.batch_unnormalized(1, step).images);
   settings_.workers = 1;
-  const StreamLoader resumed(split_, options_, settings_);
+  const StreamLoader resumed(split(), options_, settings_);
   EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 1).images, pass[7]));
   EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 2).images, pass[8]));
   EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(0, 4).images, pass[4]));  // back again
   EXPECT_FALSE(torch::equal(pass[0], pass[1]));
   // Another seed, other crops of the same images.
   options_.seed = 6;
-  const StreamLoader other(split_, options_, settings_);
+  const StreamLoader other(split(), options_, settings_);
   EXPECT_FALSE(torch::equal(other.batch_unnormalized(0, 0).images, pass[0]));
 }
 
@@ -142,14 +149,14 @@ TEST_F(StreamLoaderTest, JpegRegionsWithFlipsAreTheSameForOneWorkerAndThree) {
     const cv::Mat mat(int(h), int(w), CV_8UC3, hwc.data_ptr<uint8_t>());
     std::vector<uint8_t> bytes;
     ASSERT_TRUE(cv::imencode(".jpg", mat, bytes, {cv::IMWRITE_JPEG_QUALITY, 90}));
-    split_.files[i] = root_ / (std::to_string(i) + ".jpg");
-    std::ofstream(split_.files[i], std::ios::binary)
+    files_[i] = root_ / (std::to_string(i) + ".jpg");
+    std::ofstream(files_[i], std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   }
   const auto two_epochs = [&](int64_t workers, bool hflip) {
     settings_.workers = workers;
     options_.augment.hflip = hflip;
-    const StreamLoader loader(split_, options_, settings_);
+    const StreamLoader loader(split(), options_, settings_);
     std::vector<at::Tensor> batches;
     for (int64_t epoch = 0; epoch < 2; ++epoch)
       for (int64_t step = 0; step < loader.batches_per_epoch(); ++step)
@@ -185,12 +192,12 @@ TEST_F(StreamLoaderTest, JpegRegionsWithFlipsAreTheSameForOneWorkerAndThree) {
 }
 
 TEST_F(StreamLoaderTest, TwoRanksDecodeDisjointRowsOfEachGlobalBatch) {
-  const StreamLoader alone(split_, options_, settings_);
+  const StreamLoader alone(split(), options_, settings_);
   std::vector<StreamLoader*> ranks;
   auto rank0 = options_, rank1 = options_;
   rank0.shard_count = rank1.shard_count = 2;
   rank1.shard_index = 1;
-  const StreamLoader first(split_, rank0, settings_), second(split_, rank1, settings_);
+  const StreamLoader first(split(), rank0, settings_), second(split(), rank1, settings_);
   EXPECT_EQ(first.local_batch_size(), 4);
   EXPECT_EQ(first.batches_per_epoch(), alone.batches_per_epoch());
   std::set<int64_t> seen;
@@ -210,7 +217,7 @@ TEST_F(StreamLoaderTest, TwoRanksDecodeDisjointRowsOfEachGlobalBatch) {
 TEST_F(StreamLoaderTest, EvaluationReadsEveryFileInOrderWithAPartialLastBatch) {
   options_.train = false;
   options_.batch_size = 20;
-  const StreamLoader loader(split_, options_, settings_);
+  const StreamLoader loader(split(), options_, settings_);
   ASSERT_EQ(loader.batches_per_epoch(), 3);
   for (int pass = 0; pass < 2; ++pass) {  // the second pass restarts the stream
     std::vector<int64_t> seen;
@@ -227,14 +234,14 @@ TEST_F(StreamLoaderTest, EvaluationReadsEveryFileInOrderWithAPartialLastBatch) {
 }
 
 TEST_F(StreamLoaderTest, ACorruptImageStopsTheRunNamingItOrIsReplacedByItsNeighbour) {
-  { std::ofstream(split_.files[5], std::ios::binary) << "not an image"; }
+  { std::ofstream(files_[5], std::ios::binary) << "not an image"; }
   options_.train = false;
   options_.batch_size = 8;
-  const StreamLoader strict(split_, options_, settings_);
+  const StreamLoader strict(split(), options_, settings_);
   EXPECT_TRUE(vit::testing::throws_error_containing([&] { strict.batch(0, 0); },
-                                                    split_.files[5].string() + ": not a PNG"));
+                                                    files_[5].string() + ": not a PNG"));
   settings_.skip_corrupt = true;
-  const StreamLoader lenient(split_, options_, settings_);
+  const StreamLoader lenient(split(), options_, settings_);
   const auto batch = lenient.batch_unnormalized(0, 0);
   EXPECT_EQ(identities(batch), (std::vector<int64_t>{0, 1, 2, 3, 4, 6, 6, 7}));
   EXPECT_EQ(batch.labels[5].item<int64_t>(), 6 % 3);
@@ -243,11 +250,11 @@ TEST_F(StreamLoaderTest, ACorruptImageStopsTheRunNamingItOrIsReplacedByItsNeighb
 TEST_F(StreamLoaderTest, RefusesImpossibleOptions) {
   options_.batch_size = 6;
   options_.shard_count = 4;
-  EXPECT_EQ(vit::testing::error_of([&] { StreamLoader(split_, options_, settings_); }),
+  EXPECT_EQ(vit::testing::error_of([&] { StreamLoader(split(), options_, settings_); }),
             "train.batch_size 6 is not divisible by the 4 ranks (WORLD_SIZE): train.batch_size "
             "is the global batch, which the ranks split evenly");
   options_.shard_count = 1;
-  const StreamLoader loader(split_, options_, settings_);
+  const StreamLoader loader(split(), options_, settings_);
   EXPECT_EQ(vit::testing::error_of([&] { loader.batch(0, 99); }),
             "stream loader: step 99 is outside 0..7 of an epoch");
 }
@@ -263,10 +270,10 @@ class ShardStreamTest : public StreamLoaderTest {
     StreamLoaderTest::SetUp();
     std::vector<vit::data::ShardInput> inputs;
     for (int64_t i = 0; i < kImages; ++i)
-      inputs.push_back({split_.files[i], split_.labels[i]});
+      inputs.push_back({files_[i], labels_[i]});
     const std::string pattern = vit::data::write_shards(inputs, root_ / "shards", "train", 10);
     EXPECT_EQ(pattern, "train-{000000..000004}.tar");
-    shards_.classes = split_.classes;
+    shards_.classes = {"a", "b", "c"};
     shards_.source = "test shards";
     shards_.shards = vit::data::shard_files(pattern, root_ / "shards", "test");
     for (const auto& shard : shards_.shards)
@@ -367,7 +374,7 @@ TEST_F(ShardStreamTest, ATruncatedJpegInAShardNamesTheShardAndTheSample) {
   std::ofstream(cut, std::ios::binary)
       .write(reinterpret_cast<const char*>(jpeg.data()), std::streamsize(jpeg.size() / 2));
   const auto pattern =
-      vit::data::write_shards({{split_.files[0], 0}, {cut, 1}}, root_ / "bad", "bad", 10);
+      vit::data::write_shards({{files_[0], 0}, {cut, 1}}, root_ / "bad", "bad", 10);
   StreamedSplit bad = shards_;
   bad.shards = {root_ / "bad" / pattern};
   bad.shard_samples = {2};

@@ -3,10 +3,13 @@
 // run resumed mid-epoch ends where an unbroken one does.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
+#include "error_of.hpp"
 #include "synthetic.hpp"
 #include "vit/data/data_splits.hpp"
 #include "vit/io/image_io.hpp"
@@ -28,9 +31,10 @@ class StreamedTrainingTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     clear_stop_request();
-    // The trainer tests' textures as an image folder: train/ and val/ (the test split).
+    // The trainer tests' textures as an image folder: train/ and test/, so
+    // data.val_size images of train/ validate.
     write_folder(testing::texture_dataset(256, 1), "train");
-    write_folder(testing::texture_dataset(64, 3), "val");
+    write_folder(testing::texture_dataset(64, 3), "test");
     config_ = testing::texture_config();
     config_.data.dataset = DatasetKind::kImageFolder;
     config_.data.root = (dir_ / "images").string();
@@ -115,6 +119,66 @@ TEST_F(StreamedTrainingTest, ARandomResizedCropRunResumedMidEpochEndsAsAnUnbroke
   // Crops of an 8 x 8 texture resized back to 8 x 8 blur its stripes: it
   // learns, more slowly than on the whole images (chance is 0.25).
   EXPECT_GT(straight.test->accuracy, 0.4);
+}
+
+// ImageNet's layout, train/ and val/: val/ validates whole, every training
+// image trains (nothing held out, whatever data.val_size says), there is no
+// test split, and summary.json says so. data.validation holdout restores the
+// hold-out, with val/ as the test split; the in-memory path splits alike.
+TEST_F(StreamedTrainingTest, ATrainAndValFolderValidatesOnValAndTrainsOnEveryImage) {
+  fs::rename(dir_ / "images" / "test", dir_ / "images" / "val");
+  Config c = config_;
+  c.data.stream = StreamMode::kOn;
+  c.train.epochs = 1;
+  const auto splits = data::load_data(c);
+  EXPECT_EQ(splits.validation, ValidationSource::kFolder);
+  EXPECT_EQ(splits.train_size(), 256);
+  EXPECT_EQ(splits.val_size(), 64);
+  EXPECT_EQ(splits.test_size(), 0);
+  const TrainSummary folder = train(c, "folder");
+  EXPECT_EQ(folder.steps, 256 / 16);
+  EXPECT_FALSE(folder.test);
+  const auto summary = nlohmann::json::parse(std::ifstream(run("folder") + "/summary.json"));
+  EXPECT_EQ(summary.at("validation"), "folder");
+  EXPECT_EQ(summary.at("val_images"), 64);
+  EXPECT_EQ(summary.at("test_images"), 0);
+
+  c.data.validation = ValidationSource::kHoldout;
+  const auto held = data::load_data(c);
+  EXPECT_EQ(held.validation, ValidationSource::kHoldout);
+  EXPECT_EQ(held.train_size(), 256 - 64);
+  EXPECT_EQ(held.val_size(), 64);
+  EXPECT_EQ(held.test_size(), 64);
+
+  c.data.validation = ValidationSource::kAuto;
+  c.data.stream = StreamMode::kOff;
+  c.data.cache_dir = (dir_ / "cache").string();
+  const auto memory = data::load_data(c);
+  EXPECT_EQ(memory.validation, ValidationSource::kFolder);
+  EXPECT_EQ(memory.train.size(), 256);
+  EXPECT_EQ(memory.val.size(), 64);
+  EXPECT_EQ(memory.test.size(), 0);
+  // val/ holds texture_dataset(64, 3), listed class folder by class folder.
+  const auto val = testing::texture_dataset(64, 3);
+  EXPECT_TRUE(torch::equal(memory.val.labels.bincount(), val.labels.bincount()));
+}
+
+// A root with train/, val/ and test/: auto keeps the hold-out (test/ tests);
+// "folder" asked of a root without val/ is a one-line error.
+TEST_F(StreamedTrainingTest, FolderValidationNeedsAValFolder) {
+  Config c = config_;
+  c.data.stream = StreamMode::kOn;
+  EXPECT_EQ(data::validation_source(c.data), ValidationSource::kHoldout);
+  c.data.validation = ValidationSource::kFolder;
+  EXPECT_EQ(testing::error_of([&] { data::load_data(c); }),
+            c.data.root + ": no train/ and val/ folders, which data.validation \"folder\" reads");
+  write_folder(testing::texture_dataset(8, 5), "val");
+  c.data.validation = ValidationSource::kAuto;
+  EXPECT_EQ(data::validation_source(c.data), ValidationSource::kHoldout);  // test/ is there too
+  c.data.validation = ValidationSource::kFolder;
+  const auto splits = data::load_data(c);
+  EXPECT_EQ(splits.val_size(), 8);
+  EXPECT_EQ(splits.test_size(), 0);
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ nlohmann::json describe(const Config& c, const data::DataSplits& s) {
                       {"root", c.data.root},
                       {"mean", s.mean},
                       {"std", s.std},
+                      {"validation", enum_name(s.validation)},
                       {"streamed", s.streamed.has_value()}};
   if (s.streamed) j["stream_reason"] = s.streamed->reason;
   return j;
@@ -83,6 +84,8 @@ void print_text(const Config& c, const data::DataSplits& s) {
   const std::string held_out =
       c.data.dataset == DatasetKind::kWebdataset
           ? fmt::format("data.val_shards {}", c.data.val_shards)
+      : s.validation == ValidationSource::kFolder
+          ? std::string("the val/ folder; no test split")
           : fmt::format("held out of the official training set, seed {}", c.seed);
   std::cout << fmt::format("{}: {}\n", name_of(c.data.dataset), c.data.root)
             << fmt::format("  train    {:>7} images\n", s.train_size())
@@ -185,30 +188,28 @@ void write_folder_shards(const Config& c, const std::string& dir, int64_t per_sh
     throw Error("vit data --shard-size: " + std::to_string(per_shard) + ", expected >= 1");
   const auto listing = data::list_image_folder(c.data.root, c.model.channels, c.model.image_size);
   std::filesystem::create_directories(dir);
-  const auto write = [&](const std::vector<std::filesystem::path>& files,
-                         const std::vector<int64_t>& labels, const std::string& prefix) {
+  const auto write = [&](const data::FileList& files, const std::string& prefix) {
     // Shuffled once, seeded: a shard holds a mix of classes, as the shuffle
     // buffer of a streamed epoch expects.
-    const auto order = data::epoch_order(static_cast<int64_t>(files.size()), c.seed, 0);
+    const auto order = data::epoch_order(files.size(), c.seed, 0);
     std::vector<data::ShardInput> inputs;
     for (const int64_t i : order)
-      inputs.push_back({files[i], labels[i]});
+      inputs.push_back({files.path(i), files.label(i)});
     return data::write_shards(inputs, dir, prefix, per_shard, [&](int64_t written) {
       spdlog::info("{}: {} of {} images written", prefix, written, inputs.size());
     });
   };
-  const std::string train = write(listing.train_files, listing.train_labels, "train");
+  const std::string train = write(listing.train, "train");
   std::string classes;
   for (const auto& name : listing.classes)
     classes += name + "\n";
   write_text_atomically(std::filesystem::path(dir) / "classes.txt", classes);
-  std::cout << fmt::format("wrote {} training images to {}/{}\n", listing.train_files.size(), dir,
-                           train);
+  std::cout << fmt::format("wrote {} training images to {}/{}\n", listing.train.size(), dir, train);
   std::string test;
-  if (!listing.test_files.empty()) {
-    test = write(listing.test_files, listing.test_labels, "val");
-    std::cout << fmt::format("wrote {} test images to {}/{}\n", listing.test_files.size(), dir,
-                             test);
+  if (!listing.evaluation.empty()) {
+    test = write(listing.evaluation, "val");
+    std::cout << fmt::format("wrote {} validation images to {}/{}\n", listing.evaluation.size(),
+                             dir, test);
   }
   std::cout << fmt::format(
       "read them with --set data.dataset=webdataset --set data.root={} --set "

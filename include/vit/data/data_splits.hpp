@@ -21,7 +21,7 @@ struct StreamedSplits {
 
 struct DataSplits {
   Dataset train;             // training images left after the hold-out and limit_train
-  Dataset val;               // data.val_size images held out of the official training set
+  Dataset val;               // data.val_size images held out of the official training set, or val/
   Dataset test;              // the official test set (Tiny-ImageNet: val/), after limit_test
   std::vector<double> mean;  // the normalisation in use, one value per channel
   std::vector<double> std;
@@ -29,6 +29,9 @@ struct DataSplits {
   // these say what to read (webdataset: val is data.val_shards, test
   // data.test_shards).
   std::optional<StreamedSplits> streamed;
+  // Where val came from: held out of the training set, or the dataset's
+  // val/ folder (then there is no test split).
+  ValidationSource validation = ValidationSource::kHoldout;
 
   // Sizes and class names, whichever path holds them.
   int64_t train_size() const { return streamed ? streamed->train.size() : train.size(); }
@@ -62,10 +65,16 @@ struct StreamChoice {
 };
 StreamChoice choose_stream(const Config& config, int64_t listed_images);
 
+// data.validation with "auto" decided from data.root's folders: folder for an
+// image folder with train/ and val/ and no test/, else holdout.
+ValidationSource validation_source(const DataConfig& data);
+
 // Everything `vit train` needs, from a validated config:
 //  1. read the official sets; their class count must equal model.num_classes;
 //  2. hold out data.val_size training images, stratified by class and seeded
-//     by `seed`; the same val split whatever limit_train is;
+//     by `seed`; the same val split whatever limit_train is (under
+//     data.validation "folder", val/ is the val split instead, whole, and
+//     there is no test split);
 //  3. limit_train / limit_test > 0 keep that many images of the train / test
 //     split, again a seeded stratified subset (not the first N: some layouts
 //     are sorted by class), in their original order;

@@ -2,8 +2,10 @@
 // Users' own images: one folder per class.
 //   root/<class>/*.{png,jpg,jpeg,bmp,webp}             everything is training data
 //   root/train/<class>/...  and  root/test/<class>/... (or root/val/...)  for a test split
-// Classes are the sorted names of the training class folders; a test folder
-// may only use those names. Every image is decoded to `channels` x `side` x `side`.
+//   root/train/<class>/...  and  root/val/<class>/...  as ImageNet: val/ validates
+// Classes are the sorted names of the training class folders; the other
+// folders may only use those names. Every image is decoded to `channels` x
+// `side` x `side`.
 #include <cstdint>
 #include <filesystem>
 
@@ -11,7 +13,10 @@
 
 namespace vit::data {
 
-ImageListing list_image_folder(const std::filesystem::path& root, int64_t channels, int64_t side);
+// The listing's evaluation files: with `val_folder`, root/val (which must
+// exist); else root/test, or root/val where there is no test/.
+ImageListing list_image_folder(const std::filesystem::path& root, int64_t channels, int64_t side,
+                               bool val_folder = false);
 
 DatasetPair load_image_folder(const std::filesystem::path& root, int64_t channels, int64_t side,
                               const ImageLoadOptions& options);

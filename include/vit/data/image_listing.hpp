@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vit/data/dataset.hpp"
+#include "vit/data/file_list.hpp"
 
 namespace vit::data {
 
@@ -15,10 +16,11 @@ struct ImageListing {
   std::filesystem::path root;        // the dataset folder; the cache goes next to it
   std::string name;                  // cache name, e.g. "tiny-imagenet-200-rgb64"
   std::vector<std::string> classes;  // label order
-  std::vector<std::filesystem::path> train_files;
-  std::vector<int64_t> train_labels;  // one per train file
-  std::vector<std::filesystem::path> test_files;
-  std::vector<int64_t> test_labels;
+  FileList train;                    // the training files, with their labels
+  // The files the dataset sets apart for evaluation (its test/ or val/
+  // folder), with their labels: the test split, or under data.validation
+  // "folder" the validation split.
+  FileList evaluation;
   std::vector<std::filesystem::path> index_files;  // e.g. wnids.txt: also part of the fingerprint
   int64_t channels = 3;                            // what every image is decoded to
   int64_t side = 64;
@@ -36,10 +38,5 @@ struct ImageLoadOptions {
 // and cached. A cache that records skipped images is an error when
 // skip_corrupt is false, as decoding would be.
 DatasetPair load_listing(const ImageListing& listing, const ImageLoadOptions& options);
-
-// Files in `dir` whose extension is one of `extensions` (lower case, with the
-// dot; matched case-insensitively), sorted by name. Throws if `dir` is missing.
-std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir,
-                                               const std::vector<std::string>& extensions);
 
 }  // namespace vit::data

@@ -1,0 +1,65 @@
+#pragma once
+// The image files of a dataset and their labels, held compactly enough for
+// ImageNet-21k's 14 million files in a few hundred MB: each folder's path is
+// stored once, and the file names, in listing order, are front-coded (each
+// keeps only what differs from the name before it; every 16th is whole, so a
+// name is decoded from at most 16 entries). ImageNet's names
+// ("n01440764_10026.JPEG") take about 8 bytes each this way instead of the
+// ~100 of a std::filesystem::path. The labels are one array of the narrowest
+// integer that holds the class count.
+//
+// A FileList only grows, and growing never copies what it holds: the names,
+// offsets and labels live in std::deques (512-byte blocks), so a listing's
+// peak is the list itself, not the 3x of a doubling vector. The splits of a
+// dataset are views over one shared list (StreamedSplit::rows), never copies.
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vit::data {
+
+class FileList {
+ public:
+  // `num_classes` sizes a label: one byte up to 256 classes, two up to
+  // 65,536, else four.
+  explicit FileList(int64_t num_classes = 256);
+
+  // Appends the file `name` of `folder`, labelled `label` (in [0,
+  // num_classes)). Consecutive files of one folder share its entry.
+  void add(const std::filesystem::path& folder, std::string_view name, int64_t label);
+  // Appends every file of `other`, in order (its class count must fit).
+  void append(const FileList& other);
+
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t num_classes() const { return num_classes_; }
+  std::filesystem::path path(int64_t i) const;
+  std::string name(int64_t i) const;
+  const std::string& folder(int64_t i) const;
+  int64_t label(int64_t i) const;
+  // Every path, in order: for the in-memory path, whose datasets are small.
+  std::vector<std::filesystem::path> paths() const;
+  std::vector<int64_t> labels() const;
+  // The heap bytes the list holds, its containers' blocks included.
+  int64_t bytes() const;
+
+ private:
+  void check_index(int64_t i) const;
+  void encode_name(std::string_view name);
+  void store_label(int64_t label);
+
+  int64_t num_classes_;
+  int label_width_;  // bytes per label: 1, 2 or 4
+  int64_t size_ = 0;
+  std::vector<std::string> folders_;   // each folder's path
+  std::vector<int64_t> folder_first_;  // the index of each folder's first file
+  std::deque<char> names_;             // the front-coded names
+  std::deque<uint64_t> block_offset_;  // where every 16th name starts in names_
+  std::deque<uint8_t> labels_;         // label_width_ bytes a file, little-endian
+  std::string last_name_;              // the name added last, to code the next against
+};
+
+}  // namespace vit::data
