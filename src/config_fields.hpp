@@ -182,6 +182,9 @@ void for_each_field(C& c, F&& f) {
   f("data.shuffle_buffer", d.shuffle_buffer,
     "webdataset: training samples shuffled together (the shard order is shuffled too), "
     "1..1000000");
+  f("data.shuffle_buffer_mb", d.shuffle_buffer_mb,
+    "webdataset: the shuffle buffer's bound in MiB of encoded samples, as well as its count; "
+    "it stops filling at this size (plus the one sample read last)");
 
   auto& t = c.train;
   f("train.batch_size", t.batch_size, "images per step (the global batch under torchrun)");

@@ -113,6 +113,7 @@ void validate_streaming(const DataConfig& d) {
   require(d.crop_pct > 0 && d.crop_pct <= 1,
           "data.crop_pct is " + std::to_string(d.crop_pct) + ", expected a value in (0, 1]");
   require_range("data.shuffle_buffer", d.shuffle_buffer, 1, 1'000'000);
+  require_range("data.shuffle_buffer_mb", d.shuffle_buffer_mb, 1, 1 << 20);
   const bool shards = d.dataset == DatasetKind::kWebdataset;
   require(!shards || !d.train_shards.empty(),
           "data.train_shards is empty, expected the training shards' brace pattern under "

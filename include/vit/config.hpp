@@ -247,6 +247,7 @@ struct DataConfig {
   std::string val_shards = "";    // webdataset: the validation split's shards
   std::string test_shards = "";   // webdataset: the test split's shards; "" = no test split
   int64_t shuffle_buffer = 2000;  // webdataset: samples shuffled together in a buffer, >= 1
+  int64_t shuffle_buffer_mb = 1024;  // webdataset: and at most this many MiB of them
 
   // Not config keys: whether mean, std and augment.hflip were given in a file
   // or by --set. The ones left out follow `dataset`, even when --set changes

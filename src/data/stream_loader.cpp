@@ -95,18 +95,28 @@ class FileSequence : public ItemSequence {
 // when `buffer` > 1 (training), the first `skip` of them passed over.
 class ShardSequence : public ItemSequence {
  public:
+  // `bytes` counts the buffer's encoded bytes for the loader's report.
   ShardSequence(std::vector<std::filesystem::path> shards, ShardOptions options, int64_t buffer,
-                Rng rng, int64_t skip)
-      : shards_(std::move(shards)), options_(options), buffer_size_(buffer), rng_(rng) {
+                int64_t buffer_bytes, Rng rng, int64_t skip, StreamLoader::BufferBytes* bytes)
+      : shards_(std::move(shards)),
+        options_(options),
+        buffer_size_(buffer),
+        buffer_bytes_(buffer_bytes),
+        rng_(rng),
+        bytes_(bytes) {
     for (int64_t i = 0; i < skip && next(); ++i) {
     }
   }
+  ~ShardSequence() override { bytes_->add(-held_); }
 
   std::optional<Item> next() override {
     if (buffer_size_ <= 1) return read();
-    while (static_cast<int64_t>(buffer_.size()) < buffer_size_) {
+    // Filled to shuffle_buffer samples, or until it holds buffer_bytes_:
+    // a pure function of the shards, so a resumed stream fills it alike.
+    while (static_cast<int64_t>(buffer_.size()) < buffer_size_ && held_ < buffer_bytes_) {
       auto item = read();
       if (!item) break;
+      hold(static_cast<int64_t>(item->bytes.capacity()));
       buffer_.push_back(std::move(*item));
     }
     if (buffer_.empty()) return std::nullopt;
@@ -115,6 +125,7 @@ class ShardSequence : public ItemSequence {
     std::swap(buffer_[pick], buffer_.back());
     Item out = std::move(buffer_.back());
     buffer_.pop_back();
+    hold(-static_cast<int64_t>(out.bytes.capacity()));
     out.position = emitted_++;
     return out;
   }
@@ -139,10 +150,18 @@ class ShardSequence : public ItemSequence {
     }
   }
 
+  void hold(int64_t bytes) {
+    held_ += bytes;
+    bytes_->add(bytes);
+  }
+
   std::vector<std::filesystem::path> shards_;
   ShardOptions options_;
   int64_t buffer_size_;
+  int64_t buffer_bytes_;
+  int64_t held_ = 0;  // the buffer's bytes
   Rng rng_;
+  StreamLoader::BufferBytes* bytes_;
   size_t shard_ = 0;
   std::unique_ptr<ShardReader> reader_;
   std::vector<Item> buffer_;
@@ -198,6 +217,7 @@ StreamSettings stream_settings(const Config& config) {
   s.workers = config.data.workers;
   s.prefetch_batches = config.data.prefetch_batches;
   s.shuffle_buffer = config.data.shuffle_buffer;
+  s.shuffle_buffer_bytes = config.data.shuffle_buffer_mb << 20;
   s.skip_corrupt = config.data.skip_corrupt;
   return s;
 }
@@ -324,7 +344,8 @@ class StreamLoader::Pipeline {
     options.skip_corrupt = l.settings_.skip_corrupt;
     return std::make_unique<streaming::ShardSequence>(
         std::move(shards), options, o.train ? l.settings_.shuffle_buffer : 1,
-        tag(streaming::kShuffleBufferStream), first_step * l.local_batch_);
+        l.settings_.shuffle_buffer_bytes, tag(streaming::kShuffleBufferStream),
+        first_step * l.local_batch_, &l.shuffle_bytes_);
   }
 
   int64_t rows_of(int64_t step) const {
@@ -569,6 +590,26 @@ StreamLoader::StreamLoader(StreamedSplit split, LoaderOptions options, StreamSet
 }
 
 StreamLoader::~StreamLoader() = default;
+
+void StreamLoader::BufferBytes::add(int64_t bytes) {
+  const int64_t held = now.fetch_add(bytes) + bytes;
+  int64_t most = peak.load();
+  while (held > most && !peak.compare_exchange_weak(most, held)) {
+  }
+}
+
+std::optional<PipelineBytes> StreamLoader::pipeline_bytes() const {
+  PipelineBytes out;
+  const int64_t pixels = settings_.channels * settings_.side * settings_.side;
+  const int64_t bytes_per_pixel = normalize_in_workers_ ? 4 : 1;
+  out.batches = (settings_.prefetch_batches + 1) * local_batch_ * pixels * bytes_per_pixel;
+  if (split_.from_shards() && options_.train && settings_.shuffle_buffer > 1) {
+    out.shuffle_buffer = shuffle_bytes_.now.load();
+    out.shuffle_buffer_peak = shuffle_bytes_.peak.load();
+    out.shuffle_buffer_cap = settings_.shuffle_buffer_bytes;
+  }
+  return out;
+}
 
 StreamLoader::Ready StreamLoader::next_ready(int64_t epoch, int64_t step) const {
   if (step < 0 || step >= batches_per_epoch_ || epoch < 0)

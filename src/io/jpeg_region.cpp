@@ -36,6 +36,25 @@ void on_message(j_common_ptr info, int level) {
   if (level == -1 && info->err->msg_code == JWRN_JPEG_EOF) on_error(info);
 }
 
+// The decoded rows of each thread: kept from image to image, as a batch's
+// photographs take about the same room; after a region larger than this, the
+// next that fits in it lets the big buffer go, so one huge photograph (a
+// 2^28-pixel JPEG needs 768 MiB) does not stay pinned to the thread.
+constexpr size_t kKeptRegionBytes = size_t{16} << 20;
+
+std::vector<uint8_t>& region_buffer() {
+  thread_local std::vector<uint8_t> buffer;
+  return buffer;
+}
+
+uint8_t* region_rows(size_t bytes) {
+  auto& buffer = region_buffer();
+  if (bytes <= kKeptRegionBytes && buffer.capacity() > kKeptRegionBytes)
+    std::vector<uint8_t>().swap(buffer);
+  buffer.resize(bytes);
+  return buffer.data();
+}
+
 int scaled_down(int pixels, int denominator) {
   return pixels / denominator;
 }
@@ -48,7 +67,6 @@ int scaled_up(int pixels, int denominator) {
 std::optional<JpegRegion> decode_jpeg_region(const uint8_t* data, size_t size, int channels,
                                              int denominator, int top, int left, int bottom,
                                              int right, const std::string& name) {
-  thread_local std::vector<uint8_t> buffer;
   jpeg_decompress_struct info{};
   ErrorManager errors{};
   info.err = jpeg_std_error(&errors.manager);
@@ -84,13 +102,13 @@ std::optional<JpegRegion> decode_jpeg_region(const uint8_t* data, size_t size, i
     if (y0 > 0) jpeg_skip_scanlines(&info, static_cast<JDIMENSION>(y0));
     const int components = static_cast<int>(info.output_components);
     const size_t stride = static_cast<size_t>(info.output_width) * components;
-    buffer.resize(stride * static_cast<size_t>(y1 - y0));
+    uint8_t* rows = region_rows(stride * static_cast<size_t>(y1 - y0));
     for (int y = y0; y < y1; ++y) {
-      JSAMPROW row = buffer.data() + stride * static_cast<size_t>(y - y0);
+      JSAMPROW row = rows + stride * static_cast<size_t>(y - y0);
       jpeg_read_scanlines(&info, &row, 1);
     }
     region.pixels = cv::Mat(y1 - y0, static_cast<int>(info.output_width),
-                            components == 1 ? CV_8UC1 : CV_8UC3, buffer.data(), stride);
+                            components == 1 ? CV_8UC1 : CV_8UC3, rows, stride);
     region.x0 = static_cast<int>(x0);
     region.y0 = y0;
     jpeg_abort_decompress(&info);  // the rows below the region are never read
@@ -98,6 +116,10 @@ std::optional<JpegRegion> decode_jpeg_region(const uint8_t* data, size_t size, i
   jpeg_destroy_decompress(&info);
   if (!decodable) return std::nullopt;
   return region;
+}
+
+size_t kept_region_bytes() {
+  return region_buffer().capacity();
 }
 
 }  // namespace vit::io::detail

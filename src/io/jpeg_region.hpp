@@ -33,4 +33,8 @@ std::optional<JpegRegion> decode_jpeg_region(const uint8_t* data, size_t size, i
                                              int denominator, int top, int left, int bottom,
                                              int right, const std::string& name);
 
+// The bytes the calling thread keeps for the next region: at most 16 MiB
+// after a region that needed no more, whatever came before it.
+size_t kept_region_bytes();
+
 }  // namespace vit::io::detail

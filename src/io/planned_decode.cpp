@@ -152,4 +152,8 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
   return apply_plan(pixels, c, p, 1.0, 1.0);
 }
 
+size_t kept_decode_bytes() {
+  return detail::kept_region_bytes();
+}
+
 }  // namespace vit::io

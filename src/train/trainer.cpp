@@ -335,6 +335,20 @@ double Trainer::images_per_second() const {
   return totals_.seen / std::max(totals_.train_seconds, 1e-9);
 }
 
+void Trainer::log_pipeline_bytes(int64_t epoch) const {
+  const auto bytes = train_loader_->pipeline_bytes();
+  if (!bytes) return;
+  constexpr int64_t kMiB = 1 << 20;
+  std::string text =
+      fmt::format("epoch {}: the data pipeline holds up to {} MiB of decoded batches", epoch + 1,
+                  bytes->batches / kMiB);
+  if (bytes->shuffle_buffer_cap > 0)
+    text += fmt::format(" and {} MiB of shuffle buffer (at most {} MiB; data.shuffle_buffer_mb {})",
+                        bytes->shuffle_buffer / kMiB, bytes->shuffle_buffer_peak / kMiB,
+                        bytes->shuffle_buffer_cap / kMiB);
+  spdlog::info("{}", text);
+}
+
 void Trainer::report_progress(RunLogs& logs, int64_t in_epoch, double lr) const {
   const double loss = totals_.loss_sum / totals_.steps, images_per_sec = images_per_second();
   logs.progress.update(in_epoch + 1, loss, images_per_sec, lr);
@@ -429,6 +443,7 @@ TrainSummary Trainer::fit() {
     if (in_epoch == 0 || step_ == first_step)
       logs.progress.start_epoch(epoch, config_.train.epochs, steps_per_epoch_, in_epoch);
     const double lr = run_step(epoch, in_epoch);
+    if (step_ % steps_per_epoch_ == 0 && is_main()) log_pipeline_bytes(epoch);
     save_snapshot_if_due();
     if (!read_due(step_)) continue;
     const bool stop_asked = read_step_totals();  // SIGINT or SIGTERM on any rank

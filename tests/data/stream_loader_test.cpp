@@ -314,6 +314,52 @@ TEST_F(ShardStreamTest, EachSampleOnceAnEpochTheSameForAnyWorkerCount) {
   EXPECT_GE(shards_in_first_batch.size(), 2u);
 }
 
+// 40 samples of about 1 MiB (noise PNGs of 600 x 600) through a shuffle
+// buffer of 2,000 samples: capped at 16 MiB it stops filling there (it holds
+// at most the cap plus the sample read last), where uncapped it takes all 40
+// before the first leaves; either way each sample comes once an epoch.
+TEST_F(StreamLoaderTest, AShuffleBufferStopsFillingAtItsByteCap) {
+  torch::manual_seed(1);
+  std::vector<vit::data::ShardInput> inputs;
+  int64_t largest = 0, smallest = int64_t{1} << 40;
+  for (int64_t i = 0; i < 40; ++i) {
+    const auto path = root_ / "big" / (std::to_string(i) + ".png");
+    vit::io::write_png(path, torch::randint(0, 256, {3, 600, 600}, torch::kUInt8));
+    largest = std::max(largest, int64_t(fs::file_size(path)));
+    smallest = std::min(smallest, int64_t(fs::file_size(path)));
+    inputs.push_back({path, i % 3});
+  }
+  ASSERT_GT(smallest, int64_t{1} << 20);
+  StreamedSplit big;
+  big.classes = {"a", "b", "c"};
+  big.source = "big shards";
+  big.shards = vit::data::shard_files(
+      vit::data::write_shards(inputs, root_ / "big-shards", "big", 10), root_ / "big-shards", "t");
+  for (const auto& shard : big.shards)
+    big.shard_samples.push_back(vit::data::count_shard_samples(shard, {}));
+  settings_.shuffle_buffer = 2000;
+  settings_.workers = 2;
+  const auto peak_for = [&](int64_t cap) {
+    settings_.shuffle_buffer_bytes = cap;
+    const StreamLoader loader(big, options_, settings_);
+    std::vector<int64_t> counts(3, 0);
+    for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+      const auto labels = loader.batch_unnormalized(0, step).labels;
+      for (int64_t r = 0; r < labels.size(0); ++r)
+        ++counts[labels[r].item<int64_t>()];
+    }
+    EXPECT_EQ(counts, (std::vector<int64_t>{14, 13, 13})) << "cap " << cap;
+    const auto bytes = loader.pipeline_bytes();
+    EXPECT_EQ(bytes->shuffle_buffer_cap, cap);
+    return bytes->shuffle_buffer_peak;
+  };
+  const int64_t cap = int64_t{16} << 20;
+  const int64_t capped = peak_for(cap);
+  EXPECT_GE(capped, cap);
+  EXPECT_LE(capped, cap + largest);
+  EXPECT_GE(peak_for(int64_t{1} << 30), 40 * smallest);
+}
+
 TEST_F(ShardStreamTest, AResumedStreamReadsUpToItsStepAndRejoins) {
   settings_.workers = 2;
   const StreamLoader loader(shards_, options_, settings_);

@@ -178,6 +178,27 @@ TEST(PlannedDecode, AProgressiveJpegThatNeedsTooMuchMemoryIsRefusedBeforeDecodin
             "expected at most 1024 MB");
 }
 
+// One huge photograph does not stay pinned to the thread that decoded it:
+// after a 2^26-pixel JPEG decoded at full scale (8192 rows of 8192 gray
+// bytes, 64 MiB), the next ordinary decode lets those rows go, and the
+// thread keeps at most 16 MiB.
+TEST(PlannedDecode, AHugeJpegsRowsAreLetGoAtTheNextDecode) {
+  cv::Mat huge(8192, 8192, CV_8UC1);
+  cv::randu(huge, 0, 32);
+  huge += cv::Scalar(100);
+  const auto big = encoded(huge, ".jpg");
+  const auto whole = [](int64_t out) {
+    return [out](int64_t h, int64_t w) { return box_plan(0, 0, h, w, out); };
+  };
+  const auto image = decode_planned(big.data(), big.size(), 1, whole(4097), "huge.jpg");
+  ASSERT_EQ(image.sizes(), (std::vector<int64_t>{1, 4097, 4097}));
+  EXPECT_GE(vit::io::kept_decode_bytes(), size_t{64} << 20);
+  const auto small = encoded(photograph_bgr(120, 160, 1), ".jpg");
+  decode_planned(small.data(), small.size(), 3, whole(64), "small.jpg");
+  EXPECT_LE(vit::io::kept_decode_bytes(), size_t{16} << 20);
+  EXPECT_GT(vit::io::kept_decode_bytes(), 0u);
+}
+
 TEST(PlannedDecode, TheWindowOfAnEvaluationPlanIsCut) {
   const auto bytes = encoded(photograph_bgr(120, 160, 3), ".png");
   CropResizePlan p;

@@ -4,6 +4,7 @@
 // the images every epoch (data/stream_loader.hpp).
 // Key: B images, C channels, S x S pixels, K classes.
 #include <cstdint>
+#include <optional>
 
 #include <ATen/core/Tensor.h>
 
@@ -15,6 +16,14 @@ struct Batch {
   at::Tensor images;   // float (B, C, S, S), normalised, on the device
   at::Tensor labels;   // int64 (B), on the device
   at::Tensor targets;  // float (B, K) soft targets when mixup/cutmix is on; else undefined
+};
+
+// What a streaming source holds between batches, in bytes.
+struct PipelineBytes {
+  int64_t batches = 0;              // decoded batches: those ahead and the one handed out
+  int64_t shuffle_buffer = 0;       // shards: encoded samples in the shuffle buffer now
+  int64_t shuffle_buffer_peak = 0;  // and the most it has held
+  int64_t shuffle_buffer_cap = 0;   // data.shuffle_buffer_mb (0: no shuffle buffer)
 };
 
 class BatchSource {
@@ -33,6 +42,9 @@ class BatchSource {
   virtual Batch batch(int64_t epoch, int64_t step) const = 0;
   // The same images in [0, 1] before normalisation (for looking at them).
   virtual Batch batch_unnormalized(int64_t epoch, int64_t step) const = 0;
+  // What a stream holds between batches; nullopt for images in memory, which
+  // are the dataset rather than a pipeline.
+  virtual std::optional<PipelineBytes> pipeline_bytes() const { return std::nullopt; }
 };
 
 }  // namespace vit::data

@@ -8,7 +8,8 @@
 // batch, on the device, as in the in-memory path (data/batch_loader).
 //
 // - Memory is bounded by the batches in flight (data.prefetch_batches, and
-//   for shards data.shuffle_buffer encoded samples), not by the dataset.
+//   for shards data.shuffle_buffer encoded samples, at most
+//   data.shuffle_buffer_mb of them), not by the dataset.
 // - Deterministic: the order (files: data/epoch_order, the in-memory path's;
 //   shards: the epoch's shard order and shuffle buffer), each image's crop
 //   and each batch's augmentation are pure functions of the seed, the epoch
@@ -21,6 +22,7 @@
 //   (rank r the shards r, r + world, ...), and an epoch is as many steps as
 //   the rank with the fewest samples fills.
 // Key: B images, C channels, S x S pixels.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,6 +47,7 @@ struct StreamSettings {
   int64_t workers = 0;            // decode threads; 0 = one per core
   int64_t prefetch_batches = 0;   // decoded batches held ahead; 0 = 2 on the CPU, 4 on CUDA
   int64_t shuffle_buffer = 2000;  // shards, training: samples shuffled together
+  int64_t shuffle_buffer_bytes = int64_t{1024} << 20;  // and at most these bytes of them
   bool skip_corrupt =
       false;  // an image that fails takes its batch neighbour's place, with a warning
   int64_t max_member_bytes = 64 << 20;  // shards: a larger member is refused
@@ -71,10 +74,18 @@ class StreamLoader : public BatchSource {
   int64_t size() const override { return size_; }
   Batch batch(int64_t epoch, int64_t step) const override;
   Batch batch_unnormalized(int64_t epoch, int64_t step) const override;
+  std::optional<PipelineBytes> pipeline_bytes() const override;
 
   // This process's images of a step of batch size B (its rows of the global
   // batch when training under torchrun).
   int64_t local_batch_size() const { return local_batch_; }
+
+  // The shuffle buffer's bytes, now and at most, kept by the pass that fills
+  // it (atomics: the planner thread writes, the trainer's thread reads).
+  struct BufferBytes {
+    std::atomic<int64_t> now{0}, peak{0};
+    void add(int64_t bytes);
+  };
 
  private:
   class Pipeline;  // the threads of one pass over the stream, from a position
@@ -92,6 +103,7 @@ class StreamLoader : public BatchSource {
   int64_t num_classes_ = 0;
   bool normalize_in_workers_ = false;  // the CPU's batches come normalised (float) from the workers
   std::shared_ptr<const class Normalizer> normalizer_;
+  mutable BufferBytes shuffle_bytes_;
   // The running pass; replaced when a batch other than its next is asked for.
   mutable std::unique_ptr<Pipeline> pipeline_;
 };

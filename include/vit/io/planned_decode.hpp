@@ -47,4 +47,9 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
 // box_height x box_width resized to out_height x out_width.
 int dct_scale_for(int64_t box_height, int64_t box_width, int64_t out_height, int64_t out_width);
 
+// The bytes the calling thread keeps between decodes (a JPEG region's rows):
+// at most 16 MiB after a decode that needed no more, however large an image
+// came before it.
+size_t kept_decode_bytes();
+
 }  // namespace vit::io

@@ -64,6 +64,8 @@ class Trainer {
   // One training step at (epoch, step in epoch); returns its learning rate.
   double run_step(int64_t epoch, int64_t in_epoch);
   void save_snapshot_if_due();
+  // At an epoch's end: the bytes the training data's pipeline holds.
+  void log_pipeline_bytes(int64_t epoch) const;
   void report_progress(RunLogs& logs, int64_t in_epoch, double lr) const;
   // Validates, logs the record, saves best.pt and last.pt; a reason to stop
   // when early stopping says so.
