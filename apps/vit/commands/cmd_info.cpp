@@ -1,4 +1,5 @@
-// vit info: the architecture, parameter count and FLOPs of a config or checkpoint.
+// vit info: the architecture, parameter count and FLOPs of a config or checkpoint,
+// and the memory of one training step (commands/memory_report).
 #include "commands/cmd_info.hpp"
 
 #include <iostream>
