@@ -159,6 +159,8 @@ TEST(MemoryEstimate, Bf16HalvesTheProductsInputsAndAddsTheWeightCopies) {
   EXPECT_EQ(block_saved_bytes_per_image(c.model, 17, 2, 4, false), 17 * 168 + 17 * 364);
   EXPECT_LT(e.bytes_of("activations"),
             estimate_step_memory(c, 4, kCpuFp32).bytes_of("activations"));
+  // The freed branch outputs are bf16 too: the heap's four (4, 17, 16) tensors in 2 bytes.
+  EXPECT_EQ(e.bytes_of("heap"), 4 * (4 * 17 * 16 * 2));
 }
 
 TEST(MemoryEstimate, SgdKeepsOneBufferAndTheEmaACopy) {
