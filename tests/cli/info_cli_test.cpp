@@ -3,8 +3,10 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -13,6 +15,7 @@
 #include "error_of.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
+#include "vit/train/memory_estimate.hpp"
 #include "vit/weights/safetensors.hpp"
 #include "vit/weights/timm_layout.hpp"
 #include "vit_test_paths.hpp"
@@ -110,6 +113,97 @@ TEST(Info, PrintsTheExactCountsOfTheTwoPresets) {
       {"--config", configs + "vit-base-patch16-224.json", "--set", "model.qkv_bias=false"});
   EXPECT_EQ(base["parameters"], 86'540'008);
   EXPECT_EQ(base["qkv_bias"], false);
+}
+
+// --batch: the step's memory as the library estimates it, part by part in
+// MiB, at the config's accumulation and precision (fp32 by --set here, so the
+// figures hold on any CPU), with checkpointing's saving beside it.
+TEST(Info, EstimatesAStepsMemoryAtTheBatchGiven) {
+  const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/imagenet-vit-s16.json";
+  const auto j =
+      info_json({"--config", config, "--device", "cpu", "--batch", "256", "--set",
+                 "train.accum_steps=4", "--set", "train.precision=fp32"})["memory_estimate"];
+  Config c = load_config(config, {"train.accum_steps=4", "train.precision=fp32"});
+  const MemoryEstimate e = estimate_step_memory(c, 256, {Precision::kFp32, /*cuda=*/false});
+  const auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
+  EXPECT_EQ(j["batch"], 256);
+  EXPECT_EQ(j["micro_batch"], 64);
+  EXPECT_EQ(j["accum_steps"], 4);
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_EQ(j["grad_checkpointing"], 0);
+  for (const char* part : {"runtime", "weights", "gradients", "optimizer", "low_precision_weights",
+                           "ema", "images", "activations", "recompute", "backward", "heap"})
+    EXPECT_DOUBLE_EQ(j[std::string(part) + "_mib"].get<double>(), mib(e.bytes_of(part))) << part;
+  // ViT-S/16's 22,050,664 parameters, and the step's 256 images of 3x224x224 fp32.
+  EXPECT_DOUBLE_EQ(j["weights_mib"].get<double>(), 22'050'664 * 4 / 1048576.0);
+  EXPECT_DOUBLE_EQ(j["images_mib"].get<double>(), 256 * 3 * 224 * 224 * 4 / 1048576.0);
+  EXPECT_DOUBLE_EQ(j["total_mib"].get<double>(), mib(e.total_bytes()));
+  EXPECT_DOUBLE_EQ(j["total_without_checkpointing_mib"].get<double>(), mib(e.total_bytes()));
+  c.train.grad_checkpointing.every = 1;
+  EXPECT_DOUBLE_EQ(j["total_with_checkpointing_mib"].get<double>(),
+                   mib(estimate_step_memory(c, 256, {Precision::kFp32, false}).total_bytes()));
+  EXPECT_EQ(j["with_checkpointing_every"], 1);
+  EXPECT_LT(j["total_with_checkpointing_mib"].get<double>(), j["total_mib"].get<double>() / 2);
+}
+
+// Without --batch, the config's own train.batch_size (1024 for the DeiT
+// recipe, as 4 x 256 here).
+TEST(Info, EstimatesAtTheConfigsBatchWithoutBatch) {
+  const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/imagenet-vit-s16.json";
+  const auto j =
+      info_json({"--config", config, "--device", "cpu", "--set", "train.accum_steps=4", "--set",
+                 "train.grad_checkpointing=2", "--set", "train.precision=fp32"})["memory_estimate"];
+  EXPECT_EQ(j["batch"], 1024);
+  EXPECT_EQ(j["micro_batch"], 256);
+  EXPECT_EQ(j["grad_checkpointing"], 2);
+  EXPECT_EQ(j["with_checkpointing_every"], 2);
+  EXPECT_DOUBLE_EQ(j["total_with_checkpointing_mib"].get<double>(), j["total_mib"].get<double>());
+  EXPECT_GT(j["total_without_checkpointing_mib"].get<double>(), j["total_mib"].get<double>());
+}
+
+TEST(Info, RefusesABatchThatCannotBeStepped) {
+  const std::string config = std::string(VIT_SOURCE_DIR) + "/configs/imagenet-vit-s16.json";
+  EXPECT_EQ(testing::error_of([&] {
+              info_json({"--config", config, "--batch", "0"});
+            }),
+            "batch 0: expected at least 1 image per optimizer step");
+  EXPECT_EQ(testing::error_of([&] {
+              info_json({"--config", config, "--batch", "-64"});
+            }),
+            "batch -64: expected at least 1 image per optimizer step");
+  EXPECT_EQ(testing::error_of([&] {
+              info_json({"--config", config, "--batch", "100", "--set", "train.accum_steps=8"});
+            }),
+            "batch 100: train.accum_steps 8 does not divide it (each of the 8 micro-batches must "
+            "have the same number of images)");
+}
+
+// The binary itself: the text lists the parts and both totals; bad input is
+// one error line and a non-zero exit.
+TEST(Info, TheBinaryPrintsTheEstimateAndFailsOnABadBatch) {
+  const fs::path log = fs::temp_directory_path() / ("vit_info_batch_" + std::to_string(::getpid()));
+  const auto run = [&](const std::string& args, std::string& output) {
+    const std::string command = std::string("'") + VIT_BINARY + "' info --config '" +
+                                VIT_SOURCE_DIR + "/configs/imagenet-vit-s16.json' --device cpu " +
+                                args + " > '" + log.string() + "' 2>&1";
+    const int status = std::system(command.c_str());
+    std::ifstream in(log);
+    output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string out;
+  ASSERT_EQ(run("--batch 64 --set train.precision=fp32", out), 0) << out;
+  EXPECT_NE(out.find("memory     one training step, estimated: batch 64 (1 x 64 images), fp32, "
+                     "checkpointing off"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("weights (fp32)"), std::string::npos) << out;
+  EXPECT_NE(out.find("total with checkpointing (every block)"), std::string::npos) << out;
+  EXPECT_EQ(run("--batch 0", out), 1);
+  EXPECT_NE(out.find("batch 0: expected at least 1 image per optimizer step"), std::string::npos)
+      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  fs::remove(log);
 }
 
 class InfoCheckpoint : public ::testing::Test {

@@ -1,4 +1,5 @@
-// vit info: the architecture, parameter count and FLOPs of a config or checkpoint.
+// vit info: the architecture, parameter count and FLOPs of a config or checkpoint,
+// and the memory of one training step (commands/memory_report).
 #include "commands/cmd_info.hpp"
 
 #include <iostream>
@@ -8,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/config_files.hpp"
+#include "cli/number_text.hpp"
+#include "commands/memory_report.hpp"
 #include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
 #include "vit/error.hpp"
@@ -71,14 +74,6 @@ std::string options_text(const ModelConfig& m) {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// 86540008 -> "86,540,008"
-std::string with_commas(int64_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-    digits.insert(static_cast<size_t>(i), 1, ',');
-  return digits;
-}
-
 void print_text(const Config& c) {
   const auto& m = c.model;
   std::cout << fmt::format("{}: Vision Transformer ({})\n", c.name, model_family(m))
@@ -124,15 +119,28 @@ MachinePrecision precision_here(const Config& config, c10::Device device) {
   }
 }
 
+// The memory estimate at --batch, or at train.batch_size; none where the
+// precision cannot run on the device.
+std::optional<MemoryReport> memory_here(const InfoOptions& o, const Config& config,
+                                        const MachinePrecision& precision, c10::Device device) {
+  const int64_t batch = o.batch.value_or(config.train.batch_size);
+  check_step_batch(config.train, batch);
+  if (!precision.choice) return std::nullopt;
+  return memory_report(config, batch, {precision.choice->precision, device.is_cuda()});
+}
+
 int run_info(const InfoOptions& o) {
   apply_common_options(o.common);
   const Described d = describe_source(o);
-  const MachinePrecision precision = precision_here(d.config, chosen_device(o.common, &d.config));
+  const c10::Device device = chosen_device(o.common, &d.config);
+  const MachinePrecision precision = precision_here(d.config, device);
+  const std::optional<MemoryReport> memory = memory_here(o, d.config, precision, device);
   if (o.json) {
     nlohmann::json out = describe(d.config);
     out["precision"] =
         precision.choice ? nlohmann::json(name_of(precision.choice->precision)) : nullptr;
     out["cpu_isa"] = cpu_isa_name(cpu_isa());
+    out["memory_estimate"] = memory ? memory_json(*memory) : nullptr;
     if (!d.checkpoint.empty()) {
       out["checkpoint"] = d.checkpoint;
       out["class_names"] = d.class_names;
@@ -142,6 +150,7 @@ int run_info(const InfoOptions& o) {
     print_text(d.config);
     std::cout << fmt::format("  machine    CPU {}, {}\n", cpu_isa_name(cpu_isa()),
                              precision.choice ? precision.choice->description : precision.problem);
+    if (memory) std::cout << memory_text(*memory);
     if (!d.checkpoint.empty()) std::cout << fmt::format("  checkpoint {}\n", d.checkpoint);
   }
   return 0;
@@ -150,9 +159,11 @@ int run_info(const InfoOptions& o) {
 }  // namespace
 
 std::shared_ptr<InfoOptions> register_info(Cli& cli) {
-  auto [options, cmd] = add_command<InfoOptions>(
-      cli, "info", "Show a config's or checkpoint's architecture, parameter count and FLOPs",
-      run_info);
+  auto [options, cmd] =
+      add_command<InfoOptions>(cli, "info",
+                               "Show a config's or checkpoint's architecture, parameter count, "
+                               "FLOPs and a training step's memory",
+                               run_info);
   auto* source = cmd->add_option_group(
       "source", "what to describe: --config, --checkpoint, or both for a timm .safetensors file");
   source
@@ -165,6 +176,11 @@ std::shared_ptr<InfoOptions> register_info(Cli& cli) {
       ->check(checkpoint_source());
   source->require_option();  // at least one of the two
   cmd->add_option("--set", options->overrides, "override a --config key, e.g. --set model.depth=8");
+  cmd->add_option("--batch", options->batch,
+                  "estimate one training step's memory at N images per optimizer step (default: "
+                  "train.batch_size), split into train.accum_steps micro-batches, with the "
+                  "config's precision, optimizer, checkpointing and EMA (docs/training.md, "
+                  "\"When it does not fit\")");
   cmd->add_flag("--json", options->json, "print JSON instead of text");
   return options;
 }

@@ -9,6 +9,7 @@ struct InfoOptions {
   std::optional<std::string> checkpoint;  // --checkpoint CKPT (.pt or .safetensors)
   std::vector<std::string> overrides;     // --set KEY=VALUE (with --config alone)
   bool json = false;                      // --json
+  std::optional<int64_t> batch;           // --batch N: the memory estimate's batch
 };
 
 std::shared_ptr<InfoOptions> register_info(Cli& cli);
