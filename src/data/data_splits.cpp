@@ -314,6 +314,10 @@ DataSplits load_data(const Config& config) {
   };
   const ValidationSource validation = validation_source(d);
   auto listing = listing_of(config, validation);
+  if (listing && static_cast<int64_t>(listing->classes.size()) != m.num_classes)
+    throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
+                std::string(name_of(d.dataset)) + " has " +
+                std::to_string(listing->classes.size()) + " classes");
   const int64_t listed = listing ? listing->train.size() + listing->evaluation.size() : 0;
   const StreamChoice choice = choose_stream(config, listed);
   DataSplits out;

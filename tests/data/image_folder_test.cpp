@@ -1,11 +1,17 @@
 #include "vit/data/image_folder.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include "error_of.hpp"
+#include "vit/data/data_splits.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
 
@@ -31,6 +37,40 @@ class ImageFolderTest : public ::testing::Test {
   fs::path root_;
   vit::data::ImageLoadOptions options_;
 };
+
+// 100,000 class folders list (their labels take four bytes), names up to
+// Linux's 255 bytes come back whole, and the class count that the model
+// does not have is a one-line error before any image is read.
+TEST_F(ImageFolderTest, AHundredThousandClassesAndLongNamesList) {
+  constexpr int kClasses = 100000;
+  const std::string long_name = std::string(251, 'n') + ".png";  // 255 bytes
+  fs::create_directories(root_ / "train");
+  for (int k = 0; k < kClasses; ++k) {  // mkdir and open: 100,000 of each in a few seconds
+    const fs::path dir = root_ / "train" / std::to_string(1000000 + k);
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
+    const fs::path file = dir / (k == kClasses - 1 ? long_name : "x.png");
+    const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0) << file;
+    ::close(fd);
+  }
+  const auto listing = vit::data::list_image_folder(root_, 3, 4);
+  ASSERT_EQ(listing.classes.size(), size_t(kClasses));
+  ASSERT_EQ(listing.train.size(), kClasses);
+  EXPECT_EQ(listing.train.label(kClasses - 1), kClasses - 1);
+  EXPECT_EQ(listing.train.path(kClasses - 1),
+            root_ / "train" / std::to_string(1000000 + kClasses - 1) / long_name);
+  EXPECT_EQ(listing.train.path(123).filename(), "x.png");
+
+  vit::Config config;
+  config.data.dataset = vit::DatasetKind::kImageFolder;
+  config.data.root = root_.string();
+  config.data.validation = vit::ValidationSource::kHoldout;
+  config.data.val_size = 10;
+  config.data.stream = vit::StreamMode::kOn;
+  config.model.num_classes = 1000;
+  EXPECT_EQ(vit::testing::error_of([&] { vit::data::load_data(config); }),
+            "model.num_classes is 1000 but image-folder has 100000 classes");
+}
 
 TEST_F(ImageFolderTest, ClassesAreSortedFoldersAndPixelsExact) {
   write("zebra/b.png", 10);
