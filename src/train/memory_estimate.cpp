@@ -255,9 +255,12 @@ MemoryEstimate estimate_step_memory(const Config& config, int64_t batch,
         2 * 2 * mirrored);
   }
   if (train.ema) add("ema", "EMA weights (fp32)", kFloat * parameters);
+  // Eagerly the step asks for one micro-batch at a time; a CUDA graph copies
+  // all of them into its buffers first.
+  const int64_t held = target.cuda && train.cuda_graph ? batch : images;
   add("images",
-      fmt::format("images ({} x {}x{}x{} fp32)", batch, m.channels, m.image_size, m.image_size),
-      batch * image_bytes(m));
+      fmt::format("images ({} x {}x{}x{} fp32)", held, m.channels, m.image_size, m.image_size),
+      held * image_bytes(m));
   add("activations", fmt::format("activations ({} images)", images),
       activation_bytes(m, train.grad_checkpointing, images, w, target.cuda));
   add("recompute", "a checkpointed block, recomputed",

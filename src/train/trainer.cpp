@@ -313,12 +313,12 @@ Trainer::RunLogs Trainer::open_logs(TrainSummary& summary) const {
 double Trainer::run_step(int64_t epoch, int64_t in_epoch) {
   const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
   const int64_t accum = config_.train.accum_steps;
-  std::vector<data::Batch> micro_batches;
-  for (int64_t m = 0; m < accum; ++m) {
-    micro_batches.push_back(train_loader_->batch(epoch, in_epoch * accum + m));
-    unread_images_ += micro_batches.back().labels.size(0);
-  }
-  training_step_->run(micro_batches, lr, step_);
+  const auto micro_batch = [&](int64_t m) {
+    data::Batch batch = train_loader_->batch(epoch, in_epoch * accum + m);
+    unread_images_ += batch.labels.size(0);
+    return batch;
+  };
+  training_step_->run(micro_batch, accum, lr, step_);
   ++step_;
   if (ema_) ema_->update(step_);
   return lr;

@@ -67,12 +67,22 @@ TrainingStep::TrainingStep(VisionTransformer model, const TrainConfig& train,
 TrainingStep::~TrainingStep() = default;
 
 void TrainingStep::run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step) {
+  run([&](int64_t m) { return micro_batches[static_cast<size_t>(m)]; },
+      static_cast<int64_t>(micro_batches.size()), lr, step);
+}
+
+void TrainingStep::run(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count,
+                       double lr, int64_t step) {
   profiler_.before_step(step);
   optimizer_->set_learning_rate(lr);
-  if (graph_)
-    graph_->run(micro_batches);
-  else
-    eager(micro_batches);
+  if (graph_) {
+    std::vector<data::Batch> all;
+    for (int64_t m = 0; m < count; ++m)
+      all.push_back(micro_batch(m));
+    graph_->run(all);
+  } else {
+    eager(micro_batch, count);
+  }
   profiler_.after_step(step);
 }
 
@@ -101,14 +111,13 @@ std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const data::Bat
   return {loss.detach(), logits.detach()};
 }
 
-void TrainingStep::eager(const std::vector<data::Batch>& micro_batches) {
+void TrainingStep::eager(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count) {
   model_->train();
   optimizer_->zero_grad();
   if (weight_mirror_) weight_mirror_->refresh();
-  const auto count = static_cast<int64_t>(micro_batches.size());
   at::Tensor loss, correct;  // the step's mean loss, and its right answers
   for (int64_t m = 0; m < count; ++m) {
-    const auto& batch = micro_batches[static_cast<size_t>(m)];
+    const data::Batch batch = micro_batch(m);  // held for this micro-batch alone
     auto [micro_loss, logits] = forward_backward(batch, m, count);
     const auto micro_correct = logits.argmax(/*dim=*/1).eq(batch.labels).sum();
     loss = loss.defined() ? loss + micro_loss : micro_loss;
@@ -146,7 +155,11 @@ void TrainingStep::use_cuda_graph_if_wanted(bool wanted) {
     return;
   }
   graph_ = std::make_unique<CudaGraphStep>(
-      [this](const std::vector<data::Batch>& micro_batches) { eager(micro_batches); }, device_);
+      [this](const std::vector<data::Batch>& micro_batches) {
+        eager([&](int64_t m) { return micro_batches[static_cast<size_t>(m)]; },
+              static_cast<int64_t>(micro_batches.size()));
+      },
+      device_);
 }
 
 int64_t TrainingStep::cuda_graph_replays() const {

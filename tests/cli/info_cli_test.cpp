@@ -134,9 +134,10 @@ TEST(Info, EstimatesAStepsMemoryAtTheBatchGiven) {
   for (const char* part : {"runtime", "weights", "gradients", "optimizer", "low_precision_weights",
                            "ema", "images", "activations", "recompute", "backward", "heap"})
     EXPECT_DOUBLE_EQ(j[std::string(part) + "_mib"].get<double>(), mib(e.bytes_of(part))) << part;
-  // ViT-S/16's 22,050,664 parameters, and the step's 256 images of 3x224x224 fp32.
+  // ViT-S/16's 22,050,664 parameters, and one micro-batch's 64 images of
+  // 3x224x224 fp32 (the step asks for the micro-batches one at a time).
   EXPECT_DOUBLE_EQ(j["weights_mib"].get<double>(), 22'050'664 * 4 / 1048576.0);
-  EXPECT_DOUBLE_EQ(j["images_mib"].get<double>(), 256 * 3 * 224 * 224 * 4 / 1048576.0);
+  EXPECT_DOUBLE_EQ(j["images_mib"].get<double>(), 64 * 3 * 224 * 224 * 4 / 1048576.0);
   EXPECT_DOUBLE_EQ(j["total_mib"].get<double>(), mib(e.total_bytes()));
   EXPECT_DOUBLE_EQ(j["total_without_checkpointing_mib"].get<double>(), mib(e.total_bytes()));
   c.train.grad_checkpointing.every = 1;

@@ -7,6 +7,7 @@
 // device (StepTotals) until the trainer reads them. Where train.cuda_graph
 // asks for it, the step is replayed from a CUDA graph (train/cuda_graph_step).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -44,6 +45,11 @@ class TrainingStep {
   // micro-batches of one optimizer step (train.accum_steps of them, of equal
   // size): their gradients add up to the whole batch's mean loss's.
   void run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step);
+  // The same, asking `micro_batch` for micro-batch 0 .. count - 1 as the step
+  // reaches it, so that eagerly one micro-batch's images are held at a time
+  // (a CUDA graph copies them all into its buffers first).
+  void run(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count, double lr,
+           int64_t step);
   // Replays the step from a CUDA graph from now on (after its eager warm-up
   // steps), where train.cuda_graph asks for it on a CUDA device and nothing
   // rules it out (the log says what did).
@@ -57,7 +63,7 @@ class TrainingStep {
   int64_t cuda_graph_replays() const;
 
  private:
-  void eager(const std::vector<data::Batch>& micro_batches);
+  void eager(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count);
   // Micro-batch `index` of `count`: its forward and backward pass, its loss
   // divided by `count`; returns its loss (undivided, detached) and its logits.
   std::pair<at::Tensor, at::Tensor> forward_backward(const data::Batch& batch, int64_t index,
