@@ -182,7 +182,7 @@ int64_t freed_stream_tensors(const ModelConfig& m) {
 // block's. Checked on ViT-Ti/16 and ViT-S/16 at 224 px (docs/training.md,
 // "When it does not fit"): the tensors alone come within 5% of the peak
 // measured with every block mmap()ed, and the totals within 25% of the
-// peak as vit trains (0.88 to 1.21 of it).
+// peak as vit trains (0.89 to 1.21 of it).
 int64_t heap_retention_bytes(const ModelConfig& m, int64_t images, Widths w) {
   const int64_t stream_tensor = images * m.tokens() * std::max(m.dim, m.inner_dim()) * w.activation;
   if (stream_tensor >= kLargestMmapThreshold) return 0;  // mmap()ed: unmapped when freed
