@@ -293,6 +293,18 @@ StreamChoice choose_stream(const Config& config, int64_t listed_images) {
                     " MiB decoded, over data.memory_budget_mb " + mib_text(budget) + " MiB"};
 }
 
+namespace {
+
+// model.num_classes against the classes the dataset has.
+void check_class_count(const Config& config, int64_t classes) {
+  if (classes == config.model.num_classes) return;
+  throw Error("model.num_classes is " + std::to_string(config.model.num_classes) + " but " +
+              std::string(name_of(config.data.dataset)) + " has " + std::to_string(classes) +
+              " classes");
+}
+
+}  // namespace
+
 ValidationSource validation_source(const DataConfig& data) {
   if (data.dataset != DatasetKind::kImageFolder) return ValidationSource::kHoldout;
   if (data.validation != ValidationSource::kAuto) return data.validation;
@@ -314,19 +326,13 @@ DataSplits load_data(const Config& config) {
   };
   const ValidationSource validation = validation_source(d);
   auto listing = listing_of(config, validation);
-  if (listing && static_cast<int64_t>(listing->classes.size()) != m.num_classes)
-    throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
-                std::string(name_of(d.dataset)) + " has " +
-                std::to_string(listing->classes.size()) + " classes");
+  if (listing) check_class_count(config, static_cast<int64_t>(listing->classes.size()));
   const int64_t listed = listing ? listing->train.size() + listing->evaluation.size() : 0;
   const StreamChoice choice = choose_stream(config, listed);
   DataSplits out;
   if (choice.stream) {
     out.streamed = streamed_splits(config, std::move(listing), validation, choice.reason);
-    if (out.streamed->train.num_classes() != m.num_classes)
-      throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
-                  std::string(name_of(d.dataset)) + " has " +
-                  std::to_string(out.streamed->train.num_classes()) + " classes");
+    check_class_count(config, out.streamed->train.num_classes());
   } else {
     DatasetPair official;
     if (listing) {
@@ -337,11 +343,7 @@ DataSplits load_data(const Config& config) {
     } else {
       official = read_dataset(d, m, config.seed);
     }
-    if (official.train.num_classes() != m.num_classes) {
-      throw Error("model.num_classes is " + std::to_string(m.num_classes) + " but " +
-                  std::string(name_of(d.dataset)) + " has " +
-                  std::to_string(official.train.num_classes()) + " classes");
-    }
+    check_class_count(config, official.train.num_classes());
     out = in_memory_splits(config, std::move(official), validation);
   }
   out.validation = validation;
