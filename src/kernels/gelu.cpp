@@ -115,7 +115,7 @@ std::pair<torch::Tensor, torch::Tensor> biased_backward_as(const torch::Tensor& 
   return {dh, dbias};
 }
 
-// Applied to (h, bias): saves the slope the forward wrote, in h's place.
+// Applied to (h, bias): saves the slope the forward wrote, not h.
 class OwnBiasedGelu : public torch::autograd::Function<OwnBiasedGelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,

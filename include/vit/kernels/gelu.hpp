@@ -24,11 +24,12 @@ bool gelu_uses_own_kernel(const torch::Tensor& x);
 // read h, instead of LibTorch's addmm copying the bias into every row first
 // and a sum over the rows after. Returns h's dtype. Gradients: h's in its
 // dtype; the bias's in fp32, the sum over the rows of h's. For the backward,
-// the forward keeps the slope gelu'(h + bias) in h's dtype (in h's place:
-// the same memory), so the backward multiplies instead of computing the erf
-// again; in bf16 the gradient is then rounded twice (the slope, the product),
-// within two bf16 steps of the exact one. Where our GELU kernel does not run
-// (see gelu_with_bias_uses_own_kernel), torch::gelu(h + bias in h's dtype).
+// the forward keeps the slope gelu'(h + bias) in h's dtype instead of h (a
+// new tensor of h's size; h itself is not kept), so the backward multiplies
+// instead of computing the erf again; in bf16 the gradient is then rounded
+// twice (the slope, the product), within two bf16 steps of the exact one.
+// Where our GELU kernel does not run (see gelu_with_bias_uses_own_kernel),
+// torch::gelu(h + bias in h's dtype).
 torch::Tensor gelu_with_bias(const torch::Tensor& h, const torch::Tensor& bias);
 
 // Whether gelu_with_bias() runs our kernel: gelu_uses_own_kernel(h), and a
