@@ -24,7 +24,8 @@ StreamedSplit StreamedSplit::of_files(std::shared_ptr<const FileList> list,
 
 int64_t StreamedSplit::size() const {
   if (from_shards()) return std::accumulate(shard_samples.begin(), shard_samples.end(), int64_t{0});
-  return rows ? static_cast<int64_t>(rows->size()) : list->size();
+  if (rows) return static_cast<int64_t>(rows->size());
+  return list ? list->size() : 0;  // no list: an empty split (e.g. no data.test_shards)
 }
 
 int64_t StreamedSplit::row(int64_t i) const {

@@ -3,6 +3,7 @@
 // on with a random resized crop, evaluated, and analysed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -108,6 +109,12 @@ TEST_F(StreamedCli, AFolderBecomesShardsThatTrainEvaluateAndAnalyse) {
   EXPECT_EQ(described.at("classes"), nlohmann::json({"class0", "class1", "class2"}));
   EXPECT_EQ(described.at("streamed"), true);
   EXPECT_EQ(described.at("stream_reason"), "webdataset shards are always streamed");
+  // Without data.test_shards there is no test split, and nothing to list.
+  args.erase(std::find(args.begin(), args.end(), "data.test_shards=val-000000.tar") - 1);
+  args.erase(std::find(args.begin(), args.end(), "data.test_shards=val-000000.tar"));
+  const auto untested = nlohmann::json::parse(printed(args));
+  EXPECT_EQ(untested.at("test"), 0);
+  EXPECT_EQ(untested.at("val"), 15);
 
   const fs::path run = dir_ / "run";
   args = {"train"};

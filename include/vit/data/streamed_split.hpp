@@ -17,7 +17,7 @@
 namespace vit::data {
 
 struct StreamedSplit {
-  std::shared_ptr<const FileList> list;  // image files with their labels, and
+  std::shared_ptr<const FileList> list;  // image files with their labels (null: none), and
   // the rows of `list` this split reads, in order; null: all of them (a
   // whole folder then costs no row numbers). Shared too: a copy of a split
   // (the trainer's, its loader's) copies no file names and no rows. Or
