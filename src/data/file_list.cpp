@@ -74,14 +74,6 @@ void FileList::add(const std::filesystem::path& folder, std::string_view name, i
   ++size_;
 }
 
-void FileList::append(const FileList& other) {
-  if (other.num_classes_ > num_classes_)
-    throw Error("a file list of " + std::to_string(other.num_classes_) +
-                " classes cannot join one of " + std::to_string(num_classes_));
-  for (int64_t i = 0; i < other.size_; ++i)
-    add(other.folder(i), other.name(i), other.label(i));
-}
-
 void FileList::encode_name(std::string_view name) {
   const bool whole = size_ % kBlock == 0;
   if (whole) block_offset_.push_back(names_.size());

@@ -30,8 +30,6 @@ class FileList {
   // Appends the file `name` of `folder`, labelled `label` (in [0,
   // num_classes)). Consecutive files of one folder share its entry.
   void add(const std::filesystem::path& folder, std::string_view name, int64_t label);
-  // Appends every file of `other`, in order (its class count must fit).
-  void append(const FileList& other);
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
