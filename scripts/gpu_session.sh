@@ -66,6 +66,9 @@
 #   bench      scripts/bench/gpu.sh (ROWS, RUNS, CONTENDERS), then vit's rows
 #              again without the graph (EAGER_RUNS); each of the two, every row
 #              and contender, stops after BENCH_LIMIT s
+#   memory     activation checkpointing: scripts/bench/gpu.sh on MEMORY_ROWS
+#              (vits16/256) with vit, vit-ckpt, timm and timm-ckpt, MEMORY_RUNS
+#              (1) times: peak memory and step time with and without it
 #
 # Settings (environment), with their defaults:
 #   BUNDLE=build-gpu-bundle  the bundle folder, relative to the source tree
@@ -421,6 +424,20 @@ bench() {
   return $((status + $?))
 }
 
+# Activation checkpointing beside timm's: MEMORY_ROWS (default vits16/256)
+# with vit and timm eager, each with and without checkpointing every block;
+# the peak memory is the point, and the step times say what it costs.
+memory() {
+  # shellcheck disable=SC2086
+  DATA=$BUNDLE/data VIT=$BUILD/vit RUNS=${MEMORY_RUNS:-1} WORK=/tmp/vit-bench-memory \
+    CONTENDERS="vit vit-ckpt timm timm-ckpt" \
+    timeout -s INT "${BENCH_LIMIT:-420}" scripts/bench/gpu.sh ${MEMORY_ROWS:-vits16/256} 2>&1 |
+    tee "$LOGS/memory.log"
+  local status=$?
+  cp /tmp/vit-bench-memory/results.jsonl "$LOGS/memory-results.jsonl"
+  return $status
+}
+
 # Where each PROFILE row's step goes (MODEL/BATCH of scripts/bench/gpu.sh;
 # default p4d384/512): its kernels, grouped (eager: a profiled step runs
 # without the graph).
@@ -506,10 +523,11 @@ while [ $# -gt 0 ]; do
     test) step test gpu_tests ;;
     test-own-gelu) step test-own-gelu gpu_tests_own_gelu ;;
     bench) step bench bench ;;
+    memory) step memory memory ;;
     config) step config config ;;
     stream) step stream stream ;;
     profile) step profile profile ;;
-    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test test-own-gelu bench config profile stream)" >&2
+    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test test-own-gelu bench memory config profile stream)" >&2
        exit 2 ;;
   esac
 done

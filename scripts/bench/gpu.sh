@@ -18,6 +18,8 @@
 #                        kernels (kernels/gpu_linear_gelu), not yet the default
 #   vit-before           $VIT_BEFORE, another build of vit (the one before a
 #                        change), run exactly as vit: an A/B in the same run
+#   vit-ckpt             vit with train.grad_checkpointing=true: every block
+#                        recomputed in the backward pass (its peak memory)
 #   timm                 scripts/bench/timm_gpu_train.py: timm's VisionTransformer
 #                        in eager PyTorch, fused AdamW, dataset and augmentation
 #                        on the GPU, no host sync in the step
@@ -27,6 +29,8 @@
 #                        the fastest timm a careful user runs, the anchor
 #   timm-autotune        mode="max-autotune" (plus Triton's GEMM search); its
 #                        compile takes minutes, so it is not in the default set
+#   timm-ckpt            timm eager with model.set_grad_checkpointing(True),
+#                        vit-ckpt's peer
 # Compilation happens in the WARMUP steps, outside the timed window.
 #
 # Rows (ROW = MODEL/BATCH):
@@ -128,7 +132,7 @@ run_one() {
   local patch dim depth heads mlp side channels classes source
   read -r patch dim depth heads mlp side channels classes source <<<"$(model_shape "$model")"
   case "$who" in
-    vit | vit-autocast | vit-own-gelu | vit-before)
+    vit | vit-autocast | vit-own-gelu | vit-before | vit-ckpt)
       local out=$WORK/$who-$model-$batch-$run
       rm -rf "$out"
       # As many steps as timm's (WARMUP + STEPS): Fashion-MNIST's 60,000
@@ -149,6 +153,7 @@ run_one() {
       # shellcheck disable=SC2206
       sets+=(${VIT_SET:-})
       [[ $who == vit-autocast ]] && sets+=(train.bf16_activations=false)
+      [[ $who == vit-ckpt ]] && sets+=(train.grad_checkpointing=true)
       local args=()
       for s in "${sets[@]}"; do args+=(--set "$s"); done
       local binary=$VIT gelu=libtorch
@@ -166,9 +171,10 @@ print(json.dumps({"model": "vit", "images_per_sec": ips, "ms_per_step": 1e3 * ba
                   "peak_gpu_mib": summary.get("peak_gpu_memory_mib"), "records": len(records)}))
 PY
       ;;
-    timm | timm-compile | timm-compile-graphs | timm-autotune)
+    timm | timm-compile | timm-compile-graphs | timm-autotune | timm-ckpt)
       local extra=()
       case "$who" in
+        timm-ckpt) extra=(--grad-checkpointing) ;;
         timm-compile) extra=(--compile default) ;;
         timm-compile-graphs) extra=(--compile reduce-overhead) ;;
         timm-autotune) extra=(--compile max-autotune) ;;
@@ -180,8 +186,8 @@ PY
         --channels "$channels" --num-classes "$classes" "${extra[@]}" 2>"$WORK/$who.err" |
         tail -n 1 || { cat "$WORK/$who.err" >&2; die "$who failed"; }
       ;;
-    *) die "unknown contender '$who' (known: vit, vit-autocast, vit-own-gelu, vit-before, timm, timm-compile," \
-         "timm-compile-graphs, timm-autotune)" ;;
+    *) die "unknown contender '$who' (known: vit, vit-autocast, vit-own-gelu, vit-before, vit-ckpt, timm," \
+         "timm-compile, timm-compile-graphs, timm-autotune, timm-ckpt)" ;;
   esac
 }
 

@@ -21,6 +21,9 @@ minutes). The compile happens in the untimed warmup steps.
 --image-size squared with random labels below --num-classes, made on the
 device, as vit's data.dataset "synthetic" does (the ViT-S/16 row at 224 px).
 
+--grad-checkpointing turns on timm's activation checkpointing of every block
+(model.set_grad_checkpointing()), vit's train.grad_checkpointing=true.
+
 It trains --warmup steps, then times --steps steps between two
 synchronisations and prints one JSON line: images/s, ms per step, peak GPU
 memory over the whole run (torch.cuda.max_memory_allocated) and the final
@@ -88,6 +91,8 @@ def main():
     p.add_argument("--warmup", type=int, default=30, help="untimed steps first")
     p.add_argument("--steps", type=int, default=200, help="timed steps")
     p.add_argument("--channels", type=int, default=1)
+    p.add_argument("--grad-checkpointing", action="store_true",
+                   help="recompute every block in the backward pass (set_grad_checkpointing)")
     p.add_argument("--crop-padding", type=int, default=1)
     add_job_arguments(p)  # precision, batch and the model's shape; the demo model's here
     p.set_defaults(batch=512, image_size=28, patch_size=7, dim=128, depth=6, heads=4, mlp_dim=256)
@@ -111,6 +116,7 @@ def main():
         sys.exit(f"timm_gpu_train: {len(images)} images, need more than --batch {a.batch}")
 
     model = make_model(a).to(device)
+    model.set_grad_checkpointing(a.grad_checkpointing)
     optimizer = adamw_with_decay_on_weights(model, fused=device.type == "cuda")
     step_model = torch.compile(model, mode=a.compile) if a.compile else model
     graphs = a.compile in ("reduce-overhead", "max-autotune") and device.type == "cuda"
@@ -144,7 +150,8 @@ def main():
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     print(json.dumps({
-        "torch": torch.__version__, "model": "timm" + (f"+compile:{a.compile}" if a.compile else ""),
+        "torch": torch.__version__, "model": "timm" + (f"+compile:{a.compile}" if a.compile else "")
+        + ("+checkpointing" if a.grad_checkpointing else ""),
         "optimizer": "AdamW" + ("(fused)" if device.type == "cuda" else ""),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "precision": a.precision, "batch": a.batch, "steps": a.steps,

@@ -172,6 +172,43 @@ TEST_F(CudaTest, TheCudaGraphTrainsLikeTheEagerStep) {
     EXPECT_LT(relative_error(p.value(), other[p.key()]), 1e-4) << p.key();
 }
 
+// Micro-batches, every block checkpointed and the weights' average on the
+// GPU: the captured step (both micro-batches and the blocks' recompute in one
+// graph) trains as the eager one does, and so does the average, updated after
+// each replay. With drop-path the recompute must read the generator's state,
+// so the step runs eagerly.
+TEST_F(CudaTest, MicroBatchesCheckpointingAndTheAverageTrainInTheGraphAsEagerly) {
+  Config graphed = testing::texture_config();
+  graphed.model.depth = 2;
+  graphed.train.epochs = 3;
+  graphed.train.accum_steps = 2;
+  graphed.train.grad_checkpointing.every = 1;
+  graphed.train.ema = ModelEmaConfig{0.9, /*warmup=*/true, /*select_best=*/true};
+  Config eager = graphed;
+  eager.train.cuda_graph = false;
+  Trainer a(graphed, testing::texture_splits(), kCuda, run("graph"));
+  Trainer b(eager, testing::texture_splits(), kCuda, run("eager"));
+  const TrainSummary with_graph = a.fit(), without = b.fit();
+  EXPECT_EQ(with_graph.steps, 3 * 12);  // 192 images / 16 a step
+  EXPECT_EQ(a.cuda_graph_replays(), with_graph.steps - 3);
+  EXPECT_EQ(b.cuda_graph_replays(), 0);
+  // Same kernels on the same shapes, so the two differ by the order of
+  // a few reductions at most: 1e-4 as for the plain step above.
+  const auto other = b.model()->named_parameters();
+  for (const auto& p : a.model()->named_parameters())
+    EXPECT_LT(relative_error(p.value(), other[p.key()]), 1e-4) << p.key();
+  const auto average = load_model_average(run("graph") + "/last.pt");
+  const auto eager_average = load_model_average(run("eager") + "/last.pt").model->named_parameters();
+  for (const auto& p : average.model->named_parameters())
+    EXPECT_LT(relative_error(p.value(), eager_average[p.key()]), 1e-4) << p.key();
+
+  Config dropping = graphed;
+  dropping.model.drop_path = 0.1;
+  Trainer c(dropping, testing::texture_splits(), kCuda, run("drop-path"));
+  EXPECT_EQ(c.fit().steps, 3 * 12);
+  EXPECT_EQ(c.cuda_graph_replays(), 0);
+}
+
 // Two runs with the step captured and replayed, one after the other in one
 // process. Its sibling below runs it in a process of its own, for the exit.
 TEST_F(CudaTest, TwoGraphCapturedRunsInOneProcess) {
