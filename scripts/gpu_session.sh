@@ -54,8 +54,6 @@
 #              shapes with and without the graph, with their exit statuses
 #   test       every Cuda and Device test, each in a process of its own (as
 #              ctest runs them), JOBS at a time, with its exit status
-#   test-own-gelu  the same with VIT_CUDA_GELU=own: the model's MLP through
-#              kernels/gpu_linear_gelu, not yet the default
 #   profile    the step's GPU kernels, grouped (scripts/bench/gpu_kernels.py), for
 #              each of PROFILE's rows
 #   stream     ViT-S/16 on 300 streamed photographs ($BUNDLE/photos, from
@@ -79,7 +77,7 @@
 #   DEVICE_TORCH=2.11.0      the pip torch version of the GPU machine
 #   VIT_CACHE=~/.cache/vit   build-here's downloads (the wheel, OpenCV's build)
 #   DEADLINE                 seconds: a stage that would start later is skipped
-#   JOBS=4                   test, test-own-gelu: tests at a time
+#   JOBS=4                   test: tests at a time
 #   ROWS, RUNS=3, CONTENDERS bench: scripts/bench/gpu.sh's rows, runs, contenders
 #   EAGER_RUNS=RUNS          bench: runs of vit's rows without the graph
 #   BENCH_LIMIT=420          bench: seconds for each of its two parts
@@ -402,12 +400,6 @@ gpu_tests() {
   return $failed
 }
 
-# The same tests with the model's MLP through kernels/gpu_linear_gelu (an
-# assignment before a function's name holds, exported, while it runs).
-gpu_tests_own_gelu() {
-  VIT_CUDA_GELU=own gpu_tests
-}
-
 bench() {
   nvidia-smi | tee "$LOGS/nvidia-smi.txt"
   # shellcheck disable=SC2086
@@ -521,13 +513,12 @@ while [ $# -gt 0 ]; do
       ;;
     diagnose) diagnose ;;
     test) step test gpu_tests ;;
-    test-own-gelu) step test-own-gelu gpu_tests_own_gelu ;;
     bench) step bench bench ;;
     memory) step memory memory ;;
     config) step config config ;;
     stream) step stream stream ;;
     profile) step profile profile ;;
-    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test test-own-gelu bench memory config profile stream)" >&2
+    *) echo "gpu_session: unknown stage '$stage' (known: prepare build-here build pack unpack diagnose test bench memory config profile stream)" >&2
        exit 2 ;;
   esac
 done

@@ -14,8 +14,6 @@
 #                        step replayed as one CUDA graph
 #   vit-autocast         vit with train.bf16_activations=false: autocast, with
 #                        LayerNorm and the residual stream in fp32, as timm runs
-#   vit-own-gelu         vit with VIT_CUDA_GELU=own: the MLP's GELU as vit's own
-#                        kernels (kernels/gpu_linear_gelu), not yet the default
 #   vit-before           $VIT_BEFORE, another build of vit (the one before a
 #                        change), run exactly as vit: an A/B in the same run
 #   vit-ckpt             vit with train.grad_checkpointing=true: every block
@@ -132,7 +130,7 @@ run_one() {
   local patch dim depth heads mlp side channels classes source
   read -r patch dim depth heads mlp side channels classes source <<<"$(model_shape "$model")"
   case "$who" in
-    vit | vit-autocast | vit-own-gelu | vit-before | vit-ckpt)
+    vit | vit-autocast | vit-before | vit-ckpt)
       local out=$WORK/$who-$model-$batch-$run
       rm -rf "$out"
       # As many steps as timm's (WARMUP + STEPS): Fashion-MNIST's 60,000
@@ -156,10 +154,9 @@ run_one() {
       [[ $who == vit-ckpt ]] && sets+=(train.grad_checkpointing=true)
       local args=()
       for s in "${sets[@]}"; do args+=(--set "$s"); done
-      local binary=$VIT gelu=libtorch
+      local binary=$VIT
       [[ $who == vit-before ]] && binary=$VIT_BEFORE
-      [[ $who == vit-own-gelu ]] && gelu=own
-      VIT_CUDA_GELU=$gelu "$binary" train --config configs/fashion-mnist.json "${args[@]}" --device "$DEVICE" \
+      "$binary" train --config configs/fashion-mnist.json "${args[@]}" --device "$DEVICE" \
         --out "$out" -q >"$out.log" 2>&1 || { cat "$out.log" >&2; die "vit train failed"; }
       "$PYTHON" - "$out" "$batch" <<'PY'
 import json, statistics, sys
@@ -186,7 +183,7 @@ PY
         --channels "$channels" --num-classes "$classes" "${extra[@]}" 2>"$WORK/$who.err" |
         tail -n 1 || { cat "$WORK/$who.err" >&2; die "$who failed"; }
       ;;
-    *) die "unknown contender '$who' (known: vit, vit-autocast, vit-own-gelu, vit-before, vit-ckpt, timm," \
+    *) die "unknown contender '$who' (known: vit, vit-autocast, vit-before, vit-ckpt, timm," \
          "timm-compile, timm-compile-graphs, timm-autotune, timm-ckpt)" ;;
   esac
 }

@@ -1,7 +1,7 @@
 #pragma once
 // What the host side of vit's CUDA kernels (kernels/product_reductions,
-// gpu_residual_norm, gpu_linear_gelu) asks of a tensor before it hands a
-// kernel its pointer. Private to kernels/.
+// gpu_residual_norm) asks of a tensor before it hands a kernel its pointer.
+// Private to kernels/.
 #include <torch/types.h>
 
 #include <cstdint>

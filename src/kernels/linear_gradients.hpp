@@ -1,7 +1,7 @@
 #pragma once
 // A linear layer's input and weight gradients from its output's, for the
 // autograd functions that compute the bias's gradient their own way
-// (kernels/product_reductions, kernels/gpu_linear_gelu). Private to kernels/.
+// (kernels/product_reductions). Private to kernels/.
 #include <torch/types.h>
 
 namespace vit {

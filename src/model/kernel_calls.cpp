@@ -1,7 +1,6 @@
 #include "kernel_calls.hpp"
 
 #include "vit/kernels/gelu.hpp"
-#include "vit/kernels/gpu_linear_gelu.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
 #include "vit/model/weight_substitution.hpp"
@@ -33,7 +32,6 @@ torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
 
 torch::Tensor linear_gelu(const torch::nn::Linear& layer, const torch::Tensor& x) {
   const auto weight = compute_weight(layer->weight), bias = compute_weight(layer->bias);
-  if (gpu_linear_gelu_applies(x, weight, bias)) return gpu_linear_gelu(x, weight, bias);
   if (!gelu_with_bias_uses_own_kernel(layer->bias)) return vit::gelu(vit::linear(x, weight, bias));
   return gelu_with_bias(vit::linear(x, weight), layer->bias);
 }

@@ -24,8 +24,7 @@ torch::Tensor normalized_for_linear(const torch::nn::LayerNorm& norm, const torc
 torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x);
 
 // gelu(layer(x)). Where our GELU kernel runs, the layer's bias is added
-// inside it (kernels/gelu) rather than by the product; on GPUs where asked,
-// kernels/gpu_linear_gelu.
+// inside it (kernels/gelu) rather than by the product.
 torch::Tensor linear_gelu(const torch::nn::Linear& layer, const torch::Tensor& x);
 
 }  // namespace vit

@@ -198,7 +198,8 @@ TEST_F(CudaTest, MicroBatchesCheckpointingAndTheAverageTrainInTheGraphAsEagerly)
   for (const auto& p : a.model()->named_parameters())
     EXPECT_LT(relative_error(p.value(), other[p.key()]), 1e-4) << p.key();
   const auto average = load_model_average(run("graph") + "/last.pt");
-  const auto eager_average = load_model_average(run("eager") + "/last.pt").model->named_parameters();
+  const auto eager_average =
+      load_model_average(run("eager") + "/last.pt").model->named_parameters();
   for (const auto& p : average.model->named_parameters())
     EXPECT_LT(relative_error(p.value(), eager_average[p.key()]), 1e-4) << p.key();
 
