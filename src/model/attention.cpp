@@ -29,7 +29,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& cfg)
 }
 
 std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x,
-                                                      AttentionCall::Queries queries) {
+                                                      QueryRows query_rows) {
   const int64_t B = x.size(0), I = heads_ * head_dim_;
   const auto& weight = compute_weight(qkv->weight);  // (3I, D): the rows of q, then k, then v
   const auto rows = [](const torch::Tensor& t, int64_t start, int64_t count) {
@@ -47,7 +47,7 @@ std::vector<torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x,
         vit::linear(x, part_weight, rows(compute_weight(qkv->bias), first * I, count * I)), count,
         heads_, head_dim_);
   };
-  if (queries == AttentionCall::Queries::kAll) return projected_heads(0, 3);  // q, k, v
+  if (query_rows == QueryRows::kAll) return projected_heads(0, 3);  // q, k, v
   // The class token's query alone: only the q rows of its one token.
   auto q = vit::linear(x.narrow(/*dim=*/1, /*start=*/0, /*length=*/1), rows(weight, 0, I),
                        rows(compute_weight(qkv->bias), 0, I))  // (B, 1, I)
@@ -77,14 +77,14 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::explicit_softmax(
   return {out.view(q.sizes()), attn};
 }
 
-torch::Tensor AttentionImpl::fused(const torch::Tensor& x, AttentionCall::Queries queries) {
+torch::Tensor AttentionImpl::fused(const torch::Tensor& x, QueryRows rows) {
   const bool drops = is_training() && attn_dropout_ > 0.0;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  if (queries == AttentionCall::Queries::kAll && !drops &&
+  if (rows == QueryRows::kAll && !drops &&
       attention_from_projection_will_use_own_kernel(x, qkv->bias, heads_, head_dim_))
     return attention_from_projection(vit::linear(x, compute_weight(qkv->weight)), qkv->bias, heads_,
                                      scale);
-  const auto qkv_heads = split_heads(x, queries);
+  const auto qkv_heads = split_heads(x, rows);
   const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
 #if TORCH_VERSION_MAJOR >= 2
   // SDPA on GPUs (flash and memory-efficient kernels), never on the CPU: there
@@ -100,18 +100,19 @@ torch::Tensor AttentionImpl::fused(const torch::Tensor& x, AttentionCall::Querie
   return merge_heads(explicit_softmax(q, k, v, probs_dtype).first);
 }
 
-AttentionResult AttentionImpl::attend(const torch::Tensor& x, const AttentionCall& call) {
+AttentionResult AttentionImpl::attend(const torch::Tensor& x, const AttentionCall& call,
+                                      QueryRows rows) {
   AttentionResult result;
   if (call.probabilities) {
     // The softmax runs in fp32 even under bf16 autocast, so the probabilities
     // handed to the analyses sum to 1 at full precision.
-    const auto qkv_heads = split_heads(x, call.queries);
+    const auto qkv_heads = split_heads(x, rows);
     torch::Tensor attended;  // (B, H, Nq, Dh)
     std::tie(attended, result.probabilities) =
         explicit_softmax(qkv_heads[0], qkv_heads[1], qkv_heads[2], torch::kFloat);
     result.merged = merge_heads(attended);
   } else {
-    result.merged = fused(x, call.queries);
+    result.merged = fused(x, rows);
   }
   if (call.head_outputs) result.heads = result.merged;
   if (call.removal.head >= 0) result.merged = remove_head(result.merged, call.removal);
@@ -136,7 +137,7 @@ torch::Tensor AttentionImpl::remove_head(const torch::Tensor& merged, const Head
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
-  return project(attend(x, {}).merged).applied();  // (B, N, D)
+  return project(attend(x).merged).applied();  // (B, N, D)
 }
 
 }  // namespace vit

@@ -65,18 +65,18 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
 }
 
 // The paper's block.
-BlockResult BlockImpl::run(const Residual& x, const AttentionCall& call, BlockSkip skip) {
+BlockResult BlockImpl::run(Residual x, const AttentionCall& call, BlockSkip skip, QueryRows rows) {
   // norm1(x) first, so that it comes with x's pending add, in one pass.
   AttentionResult attended;
-  if (!skip.attention) attended = attn->attend(x.normalized(norm1), call);
+  if (!skip.attention) attended = attn->attend(x.normalized(norm1), call, rows);
   // For the class token alone, the residual is its own row.
-  Residual h = call.queries == AttentionCall::Queries::kClassToken ? x.class_token() : x;
+  Residual h = rows == QueryRows::kClassToken ? x.class_token() : std::move(x);
   if (!skip.attention) h = add(h, attn->project(attended.merged), ls1);  // x + ls1(attn(norm1(x)))
   if (!skip.mlp) h = add(h, mlp->branch(h.normalized(norm2)), ls2);      // h + ls2(mlp(norm2(h)))
   return {std::move(h), std::move(attended.probabilities), std::move(attended.heads)};
 }
 
-Residual BlockImpl::add(const Residual& x, const Branch& branch, const LayerScale& ls) const {
+Residual BlockImpl::add(Residual& x, const Branch& branch, const LayerScale& ls) const {
   const bool dropping = drop_path_rate > 0 && is_training();
   if (ls.is_empty() && !dropping) return x + branch;  // the add applies the branch, fused
   auto t = branch.applied();                          // (B, Nq, D)

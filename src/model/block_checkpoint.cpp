@@ -17,7 +17,7 @@ namespace {
 // What the recompute must see as the forward pass saw it.
 struct ForwardState : torch::CustomClassHolder {
   BlockImpl* block = nullptr;
-  AttentionCall call;
+  QueryRows rows = QueryRows::kAll;
   bool cpu_autocast = false, cuda_autocast = false;
   at::ScalarType cpu_dtype = at::kBFloat16, cuda_dtype = at::kHalf;
   const WeightMap* substitutes = nullptr;
@@ -77,8 +77,8 @@ class ForwardReplay {
   at::Tensor backward_rng_;
 };
 
-torch::Tensor block_output(BlockImpl& block, const torch::Tensor& x, const AttentionCall& call) {
-  return block.run(Residual(x), call).out.tensor();
+torch::Tensor block_output(BlockImpl& block, const torch::Tensor& x, QueryRows rows) {
+  return block.run(Residual(x), {}, {}, rows).out.tensor();
 }
 
 class CheckpointedBlock : public torch::autograd::Function<CheckpointedBlock> {
@@ -88,7 +88,7 @@ class CheckpointedBlock : public torch::autograd::Function<CheckpointedBlock> {
                                c10::intrusive_ptr<ForwardState> state) {
     ctx->save_for_backward({x});
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
-    return block_output(*state->block, x, state->call);
+    return block_output(*state->block, x, state->rows);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -100,7 +100,7 @@ class CheckpointedBlock : public torch::autograd::Function<CheckpointedBlock> {
     {
       ForwardReplay replay(*state);
       torch::AutoGradMode with_gradients(true);
-      out = block_output(*state->block, x, state->call);
+      out = block_output(*state->block, x, state->rows);
     }
     // The parameters' gradients accumulate where the forward pass's would have.
     torch::autograd::backward({out}, {grads[0]});
@@ -110,12 +110,11 @@ class CheckpointedBlock : public torch::autograd::Function<CheckpointedBlock> {
 
 }  // namespace
 
-torch::Tensor run_checkpointed(BlockImpl& block, const torch::Tensor& x,
-                               const AttentionCall& call) {
-  if (!torch::GradMode::is_enabled()) return block_output(block, x, call);
+torch::Tensor run_checkpointed(BlockImpl& block, const torch::Tensor& x, QueryRows rows) {
+  if (!torch::GradMode::is_enabled()) return block_output(block, x, rows);
   auto state = c10::make_intrusive<ForwardState>();
   state->block = &block;
-  state->call = call;
+  state->rows = rows;
   state->cpu_autocast = autocast_is_on(c10::DeviceType::CPU);
   state->cuda_autocast = autocast_is_on(c10::DeviceType::CUDA);
   state->cpu_dtype = autocast_dtype_on(c10::DeviceType::CPU);

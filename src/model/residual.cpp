@@ -1,8 +1,6 @@
 // Shape key: B batch, N tokens, D width, K the width a branch's last layer reads.
 #include "vit/model/residual.hpp"
 
-#include <optional>
-
 #include "kernel_calls.hpp"
 #include "vit/error.hpp"
 #include "vit/kernels/gpu_residual_norm.hpp"
@@ -13,13 +11,6 @@
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
-
-struct Residual::State {
-  torch::Tensor x;                // the stream, or the left side of the pending add
-  std::optional<Branch> pending;  // x + pending, not yet computed
-  torch::Tensor normalized;       // normalized_by(x), once asked for
-  const torch::nn::LayerNormImpl* normalized_by = nullptr;
-};
 
 namespace {
 
@@ -67,44 +58,41 @@ torch::Tensor Branch::applied() const {
   return drop.ptr()->forward(linear(layer, input));  // (B, N, D)
 }
 
-Residual::Residual(torch::Tensor x) : state_(std::make_shared<State>()) {
-  state_->x = std::move(x);
-}
+Residual::Residual(torch::Tensor x) : x_(std::move(x)) {}
 
-const torch::Tensor& Residual::tensor() const {
-  if (!state_) throw Error("residual stream: read before it was set");
-  if (state_->pending) {
-    state_->x = add(state_->x, *state_->pending);
-    state_->pending.reset();
+const torch::Tensor& Residual::tensor() {
+  if (!x_.defined()) throw Error("residual stream: read before it was set");
+  if (pending_) {
+    x_ = add(x_, *pending_);
+    pending_.reset();
   }
-  return state_->x;
+  return x_;
 }
 
-torch::Tensor Residual::normalized(const torch::nn::LayerNorm& norm) const {
-  if (!state_) throw Error("residual stream: read before it was set");
-  State& s = *state_;
-  if (s.normalized.defined() && s.normalized_by == norm.get()) return s.normalized;
-  if (s.pending) {
-    std::tie(s.x, s.normalized) = add_then_norm(s.x, *s.pending, norm);
-    s.pending.reset();
+torch::Tensor Residual::normalized(const torch::nn::LayerNorm& norm) {
+  if (!x_.defined()) throw Error("residual stream: read before it was set");
+  if (normalized_.defined() && normalized_by_ == norm.get()) return normalized_;
+  if (pending_) {
+    std::tie(x_, normalized_) = add_then_norm(x_, *pending_, norm);
+    pending_.reset();
   } else {
-    s.normalized = normalized_for_linear(norm, s.x);
+    normalized_ = normalized_for_linear(norm, x_);
   }
-  s.normalized_by = norm.get();
-  return s.normalized;
+  normalized_by_ = norm.get();
+  return normalized_;
 }
 
-Residual Residual::class_token() const {
+Residual Residual::class_token() {
   return Residual(tensor().narrow(/*dim=*/1, /*start=*/0, /*length=*/1));  // (B, 1, D)
 }
 
-Residual Residual::operator+(const Branch& branch) const {
+Residual Residual::operator+(const Branch& branch) {
   Residual sum(tensor());
-  sum.state_->pending = branch;
+  sum.pending_ = branch;
   return sum;
 }
 
-Residual Residual::operator+(const torch::Tensor& branch) const {
+Residual Residual::operator+(const torch::Tensor& branch) {
   return Residual(tensor() + branch);
 }
 

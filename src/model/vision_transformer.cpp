@@ -161,9 +161,7 @@ torch::Tensor VisionTransformerImpl::stream_logits(const torch::Tensor& tokens) 
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
-  BlockPass pass;
-  pass.head_rows_only = true;
-  return forward_head(forward_features(images, pass));
+  return forward_head(final_norm(run_blocks(embed(images), {}, head_rows())));
 }
 
 torch::Tensor VisionTransformerImpl::forward_features(const torch::Tensor& images,
@@ -175,35 +173,40 @@ BlockImpl& VisionTransformerImpl::block(int64_t index) {
   return *blocks[static_cast<size_t>(index)]->as<Block>();
 }
 
+QueryRows VisionTransformerImpl::head_rows() const {
+  return cfg_.pool == Pool::kCls && !cfg_.distilled ? QueryRows::kClassToken : QueryRows::kAll;
+}
+
+torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const BlockPass& pass) {
+  return run_blocks(std::move(tokens), pass, QueryRows::kAll);
+}
+
 // x = x + attn(norm1(x)); x = x + mlp(norm2(x)), block after block. Without a
 // visitor, each block's last add is computed with the next block's norm1 in
-// one pass (Residual), and the last block computes only the rows the head
-// reads where pass.head_rows_only asks; with one, every block runs the
-// explicit attention and the visitor reads and edits it. Checkpointed blocks
-// (set_grad_checkpointing) take and give whole tensors.
-torch::Tensor VisionTransformerImpl::forward_blocks(torch::Tensor tokens, const BlockPass& pass) {
+// one pass (Residual), and the last block computes `last_rows`; with one,
+// every block runs the explicit attention and the visitor reads and edits it.
+// Checkpointed blocks (set_grad_checkpointing) take and give whole tensors.
+torch::Tensor VisionTransformerImpl::run_blocks(torch::Tensor tokens, const BlockPass& pass,
+                                                QueryRows last_rows) {
   const auto depth = static_cast<int64_t>(blocks->size());
   if (pass.first < 0 || pass.first > depth)
     throw Error("forward_blocks: first block " + std::to_string(pass.first) + ", expected 0.." +
                 std::to_string(depth));
-  const bool class_token_alone =
-      pass.head_rows_only && cfg_.pool == Pool::kCls && !cfg_.distilled && !pass.visitor;
   Residual x(std::move(tokens));
   for (int64_t i = pass.first; i < depth; ++i) {
     AttentionCall call;
     BlockSkip skip;
+    const QueryRows rows = i + 1 == depth && !pass.visitor ? last_rows : QueryRows::kAll;
     if (pass.visitor) {
       call.probabilities = true;
       pass.visitor->before(i, call, skip);
-    } else if (i + 1 == depth && class_token_alone) {
-      call.queries = AttentionCall::Queries::kClassToken;
     }
     if (!pass.visitor && checkpointing_.covers(i) && is_training() &&
         torch::GradMode::is_enabled()) {
-      x = Residual(run_checkpointed(block(i), x.tensor(), call));
+      x = Residual(run_checkpointed(block(i), x.tensor(), rows));
       continue;
     }
-    BlockResult r = block(i).run(x, call, skip);
+    BlockResult r = block(i).run(std::move(x), call, skip, rows);
     if (pass.visitor) pass.visitor->after(i, r);
     x = std::move(r.out);  // (B, N, D), or (B, 1, D): the class token
   }

@@ -34,7 +34,7 @@ struct Case {
 TEST(Residual, APendingAddIsComputedWithTheFirstNormAskedFor) {
   Case c;
   torch::NoGradGuard no_grad;
-  const Residual sum = Residual(c.x) + c.branch();
+  Residual sum = Residual(c.x) + c.branch();
   // The norm first: the add and the norm in one pass where the kernel runs.
   const auto normalized = sum.normalized(c.norm);
   EXPECT_LT((normalized - c.norm(c.expected_sum())).abs().max().item<double>(), 1e-5);
@@ -49,21 +49,25 @@ TEST(Residual, APendingAddIsComputedWithTheFirstNormAskedFor) {
 TEST(Residual, ReadFirstTheSumIsThePlainAdd) {
   Case c;
   torch::NoGradGuard no_grad;
-  const Residual sum = Residual(c.x) + c.branch();
+  Residual sum = Residual(c.x) + c.branch();
   EXPECT_LT((sum.tensor() - c.expected_sum()).abs().max().item<double>(), 1e-5);
   EXPECT_LT((sum.normalized(c.norm) - c.norm(c.expected_sum())).abs().max().item<double>(), 1e-5);
   // The stream's left side is untouched.
   EXPECT_TRUE(torch::equal(Residual(c.x).tensor(), c.x));
 }
 
-TEST(Residual, CopiesShareOneEvaluation) {
+// A copy is a value: reading it evaluates its own pending add, to the same
+// sum, and leaves the original's for it to evaluate.
+TEST(Residual, ACopyEvaluatesItsOwnAddToTheSameSum) {
   Case c;
   torch::NoGradGuard no_grad;
-  const Residual sum = Residual(c.x) + c.branch();
-  const Residual copy = sum;
-  EXPECT_TRUE(copy.tensor().is_same(sum.tensor()));
+  Residual sum = Residual(c.x) + c.branch();
+  Residual copy = sum;
+  const auto copied = copy.tensor();
+  EXPECT_FALSE(copied.is_same(sum.tensor()));
+  EXPECT_TRUE(torch::equal(copied, sum.tensor()));
   // The class token's row of the evaluated sum, as a stream of its own.
-  const Residual row = sum.class_token();
+  Residual row = sum.class_token();
   EXPECT_EQ(row.tensor().sizes(), (std::vector<int64_t>{B, 1, D}));
   EXPECT_TRUE(torch::equal(row.tensor(), sum.tensor().narrow(1, 0, 1)));
 }
@@ -80,7 +84,7 @@ TEST(Residual, GradientsMatchThePlainExpression) {
   const auto loss_of = [&](const torch::Tensor& sum, const torch::Tensor& normalized) {
     return (sum * target).sum() + (normalized * normalized).sum();
   };
-  const Residual fused = Residual(c.x) + c.branch();
+  Residual fused = Residual(c.x) + c.branch();
   const auto fused_normalized = fused.normalized(c.norm);
   const auto fused_grads =
       torch::autograd::grad({loss_of(fused.tensor(), fused_normalized)}, leaves);

@@ -236,16 +236,15 @@ TEST(VisionTransformer, AttentionMatchesAHandComputation) {
   const AttentionResult explicit_path = attn->attend(x, with_probabilities);
   const auto out = attn->project(explicit_path.merged).applied();
   const auto& attention = explicit_path.probabilities;
-  AttentionCall class_token_only;
-  class_token_only.queries = AttentionCall::Queries::kClassToken;
-  const auto class_token = attn->project(attn->attend(x, class_token_only).merged).applied();
+  const auto class_token =
+      attn->project(attn->attend(x, {}, QueryRows::kClassToken).merged).applied();
   // Onto the residual stream: the projection's bias joins the add, and the
   // norm asked for comes from the same pass.
-  const Residual residual(torch::randn({B, N, D}));
+  Residual residual(torch::randn({B, N, D}));
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({D}));
   norm->weight.normal_();
   norm->bias.normal_();
-  const Residual sum = residual + attn->project(explicit_path.merged);
+  Residual sum = residual + attn->project(explicit_path.merged);
   EXPECT_LT((sum.tensor() - (residual.tensor() + expected)).abs().max().item<double>(), 1e-5);
   EXPECT_LT((sum.normalized(norm) - norm(residual.tensor() + expected)).abs().max().item<double>(),
             1e-4);
@@ -325,10 +324,9 @@ TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
         } else {
           auto x = model->embed(images);
           for (size_t i = 0; i < model->blocks->size(); ++i) {
-            AttentionCall call;
-            if (i + 1 == model->blocks->size() && pool == Pool::kCls)
-              call.queries = AttentionCall::Queries::kClassToken;
-            x = model->blocks[i]->as<Block>()->run(Residual(x), call).out.tensor();
+            const bool last = i + 1 == model->blocks->size();
+            const auto rows = last && pool == Pool::kCls ? QueryRows::kClassToken : QueryRows::kAll;
+            x = model->blocks[i]->as<Block>()->run(Residual(x), {}, {}, rows).out.tensor();
           }
           logits = model->stream_logits(x);
         }

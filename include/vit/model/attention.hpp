@@ -22,18 +22,20 @@ struct HeadRemoval {
   torch::Tensor value;
 };
 
-// What an attention layer computes and returns.
+// What an analysis asks of an attention layer.
 struct AttentionCall {
-  // Every token's row, or the class token's alone: with pool "cls" the last
-  // block needs nothing else, for about 3/4 less of its work.
-  enum class Queries { kAll, kClassToken } queries = Queries::kAll;
   // Also return the probabilities (B,H,Nq,N), from an explicit softmax in
-  // fp32 (the analyses' path); otherwise the fastest kernel runs.
+  // fp32; otherwise the fastest kernel runs.
   bool probabilities = false;
   // Also return the merged heads as computed, before `removal`.
   bool head_outputs = false;
   HeadRemoval removal;
 };
+
+// The query rows a layer computes, the model's own speed choice: every
+// token's, or the class token's alone (with pool "cls" the last block needs
+// nothing else, for about 3/4 less of its work).
+enum class QueryRows { kAll, kClassToken };
 
 struct AttentionResult {
   torch::Tensor merged;  // (B,Nq,I): the heads side by side, as the output projection reads them
@@ -47,9 +49,10 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const ModelConfig& cfg);
   // MSA(x) = project(softmax(q k^T / sqrt(Dh)) v): attend, then the output projection.
   torch::Tensor forward(const torch::Tensor& x);
-  // The heads' outputs, merged, for the choices of `call`: the one attention
-  // function.
-  AttentionResult attend(const torch::Tensor& x, const AttentionCall& call);
+  // The heads' outputs of `rows`, merged, with what `call` asks for: the one
+  // attention function.
+  AttentionResult attend(const torch::Tensor& x, const AttentionCall& call = {},
+                         QueryRows rows = QueryRows::kAll);
   // The output projection, proj_drop(proj(merged)), as a branch that the
   // residual add applies (Residual::operator+). (B,Nq,I) -> (B,Nq,D)
   Branch project(const torch::Tensor& merged);
@@ -59,12 +62,12 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   // (B,N,D) -> q, k, v each (B,H,N,Dh); q (B,H,1,Dh) of the class token alone
-  // for Queries::kClassToken
-  std::vector<torch::Tensor> split_heads(const torch::Tensor& x, AttentionCall::Queries queries);
+  // for QueryRows::kClassToken
+  std::vector<torch::Tensor> split_heads(const torch::Tensor& x, QueryRows rows);
   // softmax(q k^T / sqrt(Dh)) v of x's heads, merged, (B,Nq,I): straight from
   // the qkv projection on CPUs with AMX (kernels/attention), SDPA's fused
   // kernels on GPUs (LibTorch >= 2.0), the explicit softmax elsewhere
-  torch::Tensor fused(const torch::Tensor& x, AttentionCall::Queries queries);
+  torch::Tensor fused(const torch::Tensor& x, QueryRows rows);
   // The same, explicit, with the probabilities (B,H,Nq,N), computed in fp32
   // and returned in `probs_dtype` (fp32, or bf16 to feed a bf16 product)
   std::pair<torch::Tensor, torch::Tensor> explicit_softmax(const torch::Tensor& q,

@@ -60,9 +60,10 @@ class BlockImpl : public torch::nn::Module {
   // image's residual branch is dropped (the kept ones scaled by 1 / (1 - rate)).
   explicit BlockImpl(const ModelConfig& cfg, double drop_path_rate = 0.0);
   torch::Tensor forward(const torch::Tensor& x);
-  // The same on the residual stream, for the queries `call` names, with a
-  // branch left out where `skip` says, returning what `call` asks for.
-  BlockResult run(const Residual& x, const AttentionCall& call = {}, BlockSkip skip = {});
+  // The same on the residual stream for the query `rows`, with a branch left
+  // out where `skip` says, returning what `call` asks for.
+  BlockResult run(Residual x, const AttentionCall& call = {}, BlockSkip skip = {},
+                  QueryRows rows = QueryRows::kAll);
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
@@ -72,7 +73,7 @@ class BlockImpl : public torch::nn::Module {
  private:
   // x + drop_path(ls(branch)): the branch left to the add (Residual::operator+),
   // or, with LayerScale or dropped paths, computed apart first.
-  Residual add(const Residual& x, const Branch& branch, const LayerScale& ls) const;
+  Residual add(Residual& x, const Branch& branch, const LayerScale& ls) const;
   torch::Tensor drop_path(const torch::Tensor& branch) const;  // (B, Nq, D)
 };
 TORCH_MODULE(Block);

@@ -17,8 +17,8 @@
 
 namespace vit {
 
-// block.run(x, call) as above: (B,N,D) -> (B,Nq,D). Where gradients are off,
-// the block simply runs.
-torch::Tensor run_checkpointed(BlockImpl& block, const torch::Tensor& x, const AttentionCall& call);
+// block.run(x, {}, {}, rows) as above: (B,N,D) -> (B,Nq,D). Where gradients
+// are off, the block simply runs.
+torch::Tensor run_checkpointed(BlockImpl& block, const torch::Tensor& x, QueryRows rows);
 
 }  // namespace vit

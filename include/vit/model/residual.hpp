@@ -10,7 +10,8 @@
 // kernels/residual_norm runs, or by tensor(), with the layer's bias folded
 // into the add where kernels/residual runs. So the last add of a block and
 // the next block's norm1 go in one pass, and no norm is handed between blocks.
-#include <memory>
+// Reading evaluates, so the reads are not const; a copy evaluates on its own.
+#include <optional>
 
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
@@ -34,23 +35,25 @@ class Residual {
   explicit Residual(torch::Tensor x);
 
   // The stream (B,N,D), computing a pending add.
-  const torch::Tensor& tensor() const;
+  const torch::Tensor& tensor();
   // norm(stream) as a linear layer reads it (bf16 under CPU bf16 autocast):
   // computed with a pending add in one pass, or kept from the last call for
   // the same norm.
-  torch::Tensor normalized(const torch::nn::LayerNorm& norm) const;
+  torch::Tensor normalized(const torch::nn::LayerNorm& norm);
   // The class token's row (B,1,D): the residual of a block that computes
   // the class token alone.
-  Residual class_token() const;
+  Residual class_token();
 
   // The stream plus the branch, evaluated when first read.
-  Residual operator+(const Branch& branch) const;
+  Residual operator+(const Branch& branch);
   // The stream plus a branch computed apart (stochastic depth scales it first).
-  Residual operator+(const torch::Tensor& branch) const;
+  Residual operator+(const torch::Tensor& branch);
 
  private:
-  struct State;
-  std::shared_ptr<State> state_;
+  torch::Tensor x_;                // the stream, or the left side of the pending add
+  std::optional<Branch> pending_;  // x_ + pending_, not yet computed
+  torch::Tensor normalized_;       // normalized_by_(x_), once asked for
+  const torch::nn::LayerNormImpl* normalized_by_ = nullptr;
 };
 
 }  // namespace vit

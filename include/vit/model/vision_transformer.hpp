@@ -60,19 +60,15 @@ struct BlockPass {
   // Analyses: called around each block, on the explicit path. nullptr: the
   // fast path, with the fused kernels between blocks.
   BlockVisitor* visitor = nullptr;
-  // The last block computes only the rows the head reads: with pool "cls",
-  // the class token alone (B,1,D), for about 3/4 less of its work. The fast
-  // path only.
-  bool head_rows_only = false;
 };
 
 // The model as timm writes it: forward_head(forward_features(images)).
 class VisionTransformerImpl : public torch::nn::Module {
  public:
   explicit VisionTransformerImpl(const ModelConfig& cfg);
-  // (B,C,S,S) -> (B,K): forward_head(forward_features(images)), the last
-  // block computing only the rows the head reads: the same logits and
-  // gradients as the full block.
+  // (B,C,S,S) -> (B,K): forward_head(forward_features(images)), where the
+  // last block computes only the rows the head reads (head_rows): the same
+  // logits and gradients as the full block.
   torch::Tensor forward(const torch::Tensor& images);
   // The embeddings, every block and the final norm: (B,C,S,S) -> (B,N,D).
   torch::Tensor forward_features(const torch::Tensor& images, const BlockPass& pass = {});
@@ -122,6 +118,11 @@ class VisionTransformerImpl : public torch::nn::Module {
  private:
   void init_weights();
   BlockImpl& block(int64_t index);
+  // The rows the head reads of the last block's output: with pool "cls", the
+  // class token alone (B,1,D), for about 3/4 less of that block's work.
+  QueryRows head_rows() const;
+  // forward_blocks with the last block computing `last_rows`.
+  torch::Tensor run_blocks(torch::Tensor tokens, const BlockPass& pass, QueryRows last_rows);
   ModelConfig cfg_;
   GradCheckpointing checkpointing_;
 };
