@@ -1,4 +1,4 @@
-// The attention's core on AMX's tiles (kernels/attention, kernels/amx): one
+// The attention's core on AMX's tiles (kernels/attention_from_projection, kernels/amx): one
 // head in the thread's cache, forward and backward, then every head of a
 // batch against the split heads with LibTorch's bmm and the own softmax
 // (the path CPUs without AMX take). bf16. Prints us per head, then ms per
@@ -19,7 +19,7 @@
 
 #include "../../src/kernels/amx/attention_head.hpp"
 #include "../../src/kernels/amx/tiles.hpp"
-#include "vit/kernels/attention.hpp"
+#include "vit/kernels/attention_from_projection.hpp"
 #include "vit/kernels/head_split.hpp"
 #include "vit/kernels/softmax.hpp"
 

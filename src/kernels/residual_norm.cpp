@@ -8,7 +8,7 @@
 #include "row_block_sums.hpp"
 #include "simd/kernels.hpp"
 #include "vit/kernels/layer_norm.hpp"
-#include "vit/kernels/residual.hpp"
+#include "vit/kernels/residual_add.hpp"
 
 namespace vit {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // How the own kernels sum a parameter's gradient over the rows while they
-// make another pass over them (kernels/residual, gelu, layer_norm and
+// make another pass over them (kernels/residual_add, gelu, layer_norm and
 // residual_norm): the rows split into one block per thread, each block
 // adding into a share of its own, so no two threads write the same memory,
 // and the shares added at the end.

@@ -9,7 +9,7 @@
 
 #include "kernel_calls.hpp"
 #include "vit/error.hpp"
-#include "vit/kernels/attention.hpp"
+#include "vit/kernels/attention_from_projection.hpp"
 #include "vit/kernels/batched_matmul.hpp"
 #include "vit/kernels/head_split.hpp"
 #include "vit/kernels/linear.hpp"

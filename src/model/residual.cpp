@@ -6,7 +6,7 @@
 #include "vit/kernels/gpu_residual_norm.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
-#include "vit/kernels/residual.hpp"
+#include "vit/kernels/residual_add.hpp"
 #include "vit/kernels/residual_norm.hpp"
 #include "vit/model/weight_substitution.hpp"
 
@@ -18,7 +18,7 @@ bool dropping(const torch::nn::Dropout& drop) {
   return drop->is_training() && drop->options.p() > 0;
 }
 
-// x + drop(layer(input)). Where kernels/residual's kernel runs, the layer's
+// x + drop(layer(input)). Where kernels/residual_add's kernel runs, the layer's
 // product leaves out the bias, which the kernel adds with x in one pass, in
 // fp32 (so from the fp32 parameter, not a low-precision substitute). Dropout
 // between the two (training with p > 0) keeps the separate steps.

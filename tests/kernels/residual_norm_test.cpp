@@ -9,7 +9,7 @@
 
 #include "kernel_paths.hpp"
 #include "vit/kernels/layer_norm.hpp"
-#include "vit/kernels/residual.hpp"
+#include "vit/kernels/residual_add.hpp"
 
 namespace vit {
 namespace {

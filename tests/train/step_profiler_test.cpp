@@ -15,7 +15,7 @@
 #include "vit/kernels/head_split.hpp"
 #include "vit/kernels/layer_norm.hpp"
 #include "vit/kernels/linear.hpp"
-#include "vit/kernels/residual.hpp"
+#include "vit/kernels/residual_add.hpp"
 
 namespace vit {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 // A pre-norm transformer's seam: the residual connection after a linear layer,
 // z = x + (y + bias) with the layer's bias left out of its product
-// (kernels/residual), and the LayerNorm that the next layer reads, n =
+// (kernels/residual_add), and the LayerNorm that the next layer reads, n =
 // layer_norm(z) (kernels/layer_norm), in one pass over each row.
 //
 // Apart, the norm reads z back from memory after the residual wrote it, and

@@ -65,7 +65,7 @@ class AttentionImpl : public torch::nn::Module {
   // for QueryRows::kClassToken
   std::vector<torch::Tensor> split_heads(const torch::Tensor& x, QueryRows rows);
   // softmax(q k^T / sqrt(Dh)) v of x's heads, merged, (B,Nq,I): straight from
-  // the qkv projection on CPUs with AMX (kernels/attention), SDPA's fused
+  // the qkv projection on CPUs with AMX (kernels/attention_from_projection), SDPA's fused
   // kernels on GPUs (LibTorch >= 2.0), the explicit softmax elsewhere
   torch::Tensor fused(const torch::Tensor& x, QueryRows rows);
   // The same, explicit, with the probabilities (B,H,Nq,N), computed in fp32

@@ -8,7 +8,7 @@
 // unapplied (Branch), and the add that takes it is evaluated when the stream
 // is first read: by norm(stream), in one pass with the add where
 // kernels/residual_norm runs, or by tensor(), with the layer's bias folded
-// into the add where kernels/residual runs. So the last add of a block and
+// into the add where kernels/residual_add runs. So the last add of a block and
 // the next block's norm1 go in one pass, and no norm is handed between blocks.
 // Reading evaluates, so the reads are not const; a copy evaluates on its own.
 #include <optional>

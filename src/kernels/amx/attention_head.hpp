@@ -4,7 +4,7 @@
 // the projection's bias is added as each head's rows are packed, the scores
 // and probabilities stay in the thread's scratch, in cache, between the
 // products, and the gradients go straight back into the projection's layout.
-// kernels/attention runs it for every (batch, head) of a LibTorch tensor.
+// kernels/attention_from_projection runs it for every (batch, head) of a LibTorch tensor.
 #include <cstdint>
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "vit/kernels/residual.hpp"
+#include "vit/kernels/residual_add.hpp"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>

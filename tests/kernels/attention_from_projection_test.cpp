@@ -1,4 +1,4 @@
-#include "vit/kernels/attention.hpp"
+#include "vit/kernels/attention_from_projection.hpp"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
