@@ -50,36 +50,16 @@ bool dataset_hflip_default(DatasetKind dataset) {
   return dataset != DatasetKind::kMnist;
 }
 
-const char* name_of(Pool pool) {
-  return enum_name(pool);
-}
-
-const char* name_of(Precision precision) {
-  return enum_name(precision);
-}
-
-const char* name_of(DatasetKind dataset) {
-  return enum_name(dataset);
-}
-
-const char* name_of(StreamMode mode) {
-  return enum_name(mode);
-}
-
 std::ostream& operator<<(std::ostream& out, Pool pool) {
-  return out << name_of(pool);
+  return out << enum_name(pool);
 }
 
 std::ostream& operator<<(std::ostream& out, Precision precision) {
-  return out << name_of(precision);
+  return out << enum_name(precision);
 }
 
 std::ostream& operator<<(std::ostream& out, DatasetKind dataset) {
-  return out << name_of(dataset);
-}
-
-Precision precision_named(const std::string& name, const std::string& key) {
-  return enum_named<Precision>(name, key);
+  return out << enum_name(dataset);
 }
 
 FreezePlan freeze_plan(const std::string& freeze) {

@@ -137,7 +137,7 @@ void validate_data(const DataConfig& d, const ModelConfig& m) {
   require(d.val_size >= 0, "data.val_size is " + std::to_string(d.val_size) + ", expected >= 0");
   require(d.validation != ValidationSource::kFolder || d.dataset == DatasetKind::kImageFolder,
           "data.validation is \"folder\", which reads an image folder's val/; " +
-              std::string(name_of(d.dataset)) + " validates on data.val_size held-out images");
+              std::string(enum_name(d.dataset)) + " validates on data.val_size held-out images");
   for (const auto* key : {"mean", "std"}) {
     const auto& values = std::string(key) == "mean" ? d.mean : d.std;
     require(int64_t(values.size()) == channels,

@@ -117,18 +117,10 @@ struct EnumNames<HeadFusion> {
       {HeadFusion::kMean, "mean"}, {HeadFusion::kMax, "max"}, {HeadFusion::kMin, "min"}};
 };
 
-const char* name_of(Pool pool);            // "cls" | "mean" | "map"
-const char* name_of(Precision precision);  // "auto" | "fp32" | "bf16" | "fp16"
-// "cifar10" | "cifar100" | "mnist" | "fashion-mnist" | "tiny-imagenet" | "image-folder" |
-// "synthetic" | "webdataset"
-const char* name_of(DatasetKind dataset);
-const char* name_of(StreamMode mode);                    // "auto" | "true" | "false"
-std::ostream& operator<<(std::ostream& out, Pool pool);  // the name, for logs and test messages
+// The name (enum_name), for logs and test messages.
+std::ostream& operator<<(std::ostream& out, Pool pool);
 std::ostream& operator<<(std::ostream& out, Precision precision);
 std::ostream& operator<<(std::ostream& out, DatasetKind dataset);
-// The precision a name stands for; `key` names the setting in the error
-// ("train.precision is 'fp8', expected auto | fp32 | bf16 | fp16").
-Precision precision_named(const std::string& name, const std::string& key);
 
 // Upper bounds that validate() enforces. They are far above any model that fits
 // in memory, and low enough that the parameter and FLOP counts of `vit info`

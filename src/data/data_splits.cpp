@@ -186,7 +186,7 @@ StreamedSplits streamed_splits(const Config& config, std::optional<ImageListing>
     return out;
   }
   // One list per folder, shared by the splits cut from it.
-  const std::string what = std::string(name_of(d.dataset)) + " " + listing->root.string();
+  const std::string what = std::string(enum_name(d.dataset)) + " " + listing->root.string();
   auto official =
       StreamedSplit::of_files(std::make_shared<const FileList>(std::move(listing->train)),
                               listing->classes, what + " (training files)");
@@ -204,7 +204,7 @@ StreamedSplits streamed_splits(const Config& config, std::optional<ImageListing>
   const int64_t n_train = official.size();
   if (d.val_size >= n_train)
     throw Error("data.val_size " + std::to_string(d.val_size) + " leaves no training images (" +
-                name_of(d.dataset) + std::string(" has ") + std::to_string(n_train) + ")");
+                enum_name(d.dataset) + std::string(" has ") + std::to_string(n_train) + ")");
   const auto held_out = stratified_pick(official.label_tensor(), official.num_classes(), d.val_size,
                                         stream_seed(config.seed, kValStream));
   out.val = official.subset(held_out.picked);
@@ -234,7 +234,7 @@ DataSplits in_memory_splits(const Config& config, DatasetPair official,
   const int64_t n_train = official.train.size();
   if (d.val_size >= n_train) {
     throw Error("data.val_size " + std::to_string(d.val_size) + " leaves no training images (" +
-                name_of(d.dataset) + std::string(" has ") + std::to_string(n_train) + ")");
+                enum_name(d.dataset) + std::string(" has ") + std::to_string(n_train) + ")");
   }
   const auto held_out = stratified_pick(official.train.labels, classes, d.val_size,
                                         stream_seed(config.seed, kValStream));
@@ -274,12 +274,12 @@ StreamChoice choose_stream(const Config& config, int64_t listed_images) {
       throw Error(
           "data.augment.random_resized_crop needs images read file by file (image-folder, "
           "tiny-imagenet or webdataset); " +
-          std::string(name_of(d.dataset)) + " is read into memory whole");
+          std::string(enum_name(d.dataset)) + " is read into memory whole");
     return {true, "data.augment.random_resized_crop crops the original images"};
   }
   if (d.stream == StreamMode::kOn) {
     if (!can_stream(d.dataset))
-      throw Error("data.stream is true, but " + std::string(name_of(d.dataset)) +
+      throw Error("data.stream is true, but " + std::string(enum_name(d.dataset)) +
                   " is read into memory whole; image-folder, tiny-imagenet and webdataset stream");
     return {true, "data.stream is true"};
   }
@@ -299,7 +299,7 @@ namespace {
 void check_class_count(const Config& config, int64_t classes) {
   if (classes == config.model.num_classes) return;
   throw Error("model.num_classes is " + std::to_string(config.model.num_classes) + " but " +
-              std::string(name_of(config.data.dataset)) + " has " + std::to_string(classes) +
+              std::string(enum_name(config.data.dataset)) + " has " + std::to_string(classes) +
               " classes");
 }
 
@@ -353,12 +353,12 @@ DataSplits load_data(const Config& config) {
     spdlog::info(
         "{}: {} train, {} val, {} test images, streamed: read and decoded every epoch "
         "({}); listed in {:.1f} s",
-        name_of(d.dataset), with_commas(out.train_size()), with_commas(out.val_size()),
+        enum_name(d.dataset), with_commas(out.train_size()), with_commas(out.val_size()),
         with_commas(out.test_size()), choice.reason, seconds());
   } else {
-    spdlog::info("{}: {} train, {} val, {} test images of {}x{}x{} in {:.1f} s", name_of(d.dataset),
-                 out.train.size(), out.val.size(), out.test.size(), m.channels, m.image_size,
-                 m.image_size, seconds());
+    spdlog::info("{}: {} train, {} val, {} test images of {}x{}x{} in {:.1f} s",
+                 enum_name(d.dataset), out.train.size(), out.val.size(), out.test.size(),
+                 m.channels, m.image_size, m.image_size, seconds());
   }
   return out;
 }

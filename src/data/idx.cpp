@@ -131,7 +131,7 @@ DatasetPair load_mnist(const fs::path& root, DatasetKind dataset) {
     for (int d = 0; d < 10; ++d)
       classes.push_back(std::to_string(d));
   } else {
-    throw Error(std::string("load_mnist: dataset ") + name_of(dataset) +
+    throw Error(std::string("load_mnist: dataset ") + enum_name(dataset) +
                 " is not mnist or fashion-mnist");
   }
   auto read_split = [&](const std::string& prefix) {

@@ -78,7 +78,7 @@ PrecisionChoice choose_precision(Precision requested, const PrecisionHardware& h
   if (requested == Precision::kAuto) return chosen_automatically(hardware);
   if (requested == Precision::kFp16 && !hardware.cuda)
     throw Error("train.precision fp16 needs a CUDA device (on CPU use bf16)");
-  PrecisionChoice choice{requested, std::string("precision ") + name_of(requested), {}};
+  PrecisionChoice choice{requested, std::string("precision ") + enum_name(requested), {}};
   if (requested == Precision::kBf16 && !hardware.cuda && !cpu_computes_bf16(hardware.cpu))
     choice.warning = fmt::format(
         "precision bf16: this CPU has no bf16 instructions ({}), so LibTorch emulates them, "

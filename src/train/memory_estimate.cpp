@@ -251,7 +251,7 @@ MemoryEstimate estimate_step_memory(const Config& config, int64_t batch,
   if (target.precision != Precision::kFp32) {
     // The copy and its gradients, of every parameter when bf16 runs end to end.
     const int64_t mirrored = w.stream == 2 ? parameters : matrix_product_parameters(m);
-    add("low_precision_weights", fmt::format("{} weight copies", name_of(target.precision)),
+    add("low_precision_weights", fmt::format("{} weight copies", enum_name(target.precision)),
         2 * 2 * mirrored);
   }
   if (train.ema) add("ema", "EMA weights (fp32)", kFloat * parameters);

@@ -497,7 +497,7 @@ void Trainer::write_summary(const TrainSummary& s) const {
                       {"best_val_acc", s.best_val_acc},
                       {"best_step", s.best_step},
                       {"train_seconds", s.train_seconds},
-                      {"precision", name_of(precision().precision)},
+                      {"precision", enum_name(precision().precision)},
                       {"cpu_isa", cpu_isa_name(cpu_isa())},
                       {"validation", enum_name(splits_.validation)},
                       {"val_images", splits_.val_size()}};
@@ -508,7 +508,7 @@ void Trainer::write_summary(const TrainSummary& s) const {
     j["test_acc"] = s.test->accuracy;
     j["test_loss"] = s.test->loss;
     j["test_images"] = s.test->count;
-    j["test_precision"] = name_of(test_precision());
+    j["test_precision"] = enum_name(test_precision());
   } else if (splits_.test_size() == 0) {
     j["test_images"] = 0;  // no test split: e.g. val/ validates (data.validation folder)
   }

@@ -164,7 +164,7 @@ std::vector<std::string> architecture_differences(const ModelConfig& a, const Mo
   const auto check_named = [&](const char* name, const char* x, const char* y) {
     if (std::string(x) != y) diffs.push_back(std::string(name) + " " + x + " vs " + y);
   };
-  check_named("pool", name_of(a.pool), name_of(b.pool));
+  check_named("pool", enum_name(a.pool), enum_name(b.pool));
   check_named("act_layer", enum_name(a.act_layer), enum_name(b.act_layer));
   return diffs;
 }

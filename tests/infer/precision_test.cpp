@@ -82,7 +82,7 @@ TEST(ChoosePrecision, ExplicitChoicesStayAndBadOnesAreErrors) {
             "precision bf16");
   EXPECT_EQ(error_of([] { choose_precision(Precision::kFp16, cpu(CpuIsa::kAmx)); }),
             "train.precision fp16 needs a CUDA device (on CPU use bf16)");
-  EXPECT_EQ(error_of([] { precision_named("half", "train.precision"); }),
+  EXPECT_EQ(error_of([] { enum_named<Precision>("half", "train.precision"); }),
             "invalid config: train.precision is 'half', expected auto | fp32 | bf16 | fp16");
 }
 

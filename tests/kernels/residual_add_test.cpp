@@ -132,7 +132,7 @@ TEST(BiasedResidual, BlocksMatchTheUnfusedResidualAdds) {
     for (size_t i = 0; i < fused.size(); ++i) {
       const double scale = plain[i].abs().max().item<double>() + 1e-3;
       EXPECT_LE((fused[i] - plain[i]).abs().max().item<double>(), tolerance * scale)
-          << name_of(precision) << ", tensor " << i;
+          << enum_name(precision) << ", tensor " << i;
     }
   }
   if (!bf16_refused.empty()) GTEST_SKIP() << "the bf16 case (fp32's ran): " << bf16_refused;

@@ -72,7 +72,7 @@ TEST(Registers, CountInTheParametersAndTheFlopsButNotInThePooling) {
     const auto tokens = model->forward_features(images());
     const auto pooled = model->pool(tokens);
     const auto want = pool == Pool::kCls ? tokens.select(1, 0) : tokens.slice(1, 4).mean(1);
-    EXPECT_TRUE(torch::equal(pooled, want)) << name_of(pool);
+    EXPECT_TRUE(torch::equal(pooled, want)) << enum_name(pool);
     EXPECT_TRUE(torch::allclose(model->forward(images()), model->forward_head(tokens), 1e-5, 1e-6));
   }
 }

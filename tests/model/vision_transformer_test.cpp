@@ -302,7 +302,7 @@ TEST(VisionTransformer, ForwardJoiningTheBlocksSeamsIsTheBlocksRunOneByOne) {
   for (const Pool pool : {Pool::kCls, Pool::kMean}) {
     for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
       if (precision == Precision::kBf16 && !bf16_refused.empty()) continue;
-      SCOPED_TRACE(std::string(name_of(pool)) + ", " + name_of(precision));
+      SCOPED_TRACE(std::string(enum_name(pool)) + ", " + enum_name(precision));
       torch::manual_seed(9);
       auto cfg = small_config();
       cfg.pool = pool;

@@ -142,7 +142,7 @@ TEST_F(CudaTest, Bf16AndFp16TrainingLearns) {
        {std::pair{Precision::kBf16, true}, std::pair{Precision::kBf16, false},
         std::pair{Precision::kFp16, true}}) {
     const std::string name =
-        std::string(name_of(precision)) + (bf16_activations ? "" : "-autocast");
+        std::string(enum_name(precision)) + (bf16_activations ? "" : "-autocast");
     Config c = testing::texture_config();
     c.train.precision = precision;
     c.train.bf16_activations = bf16_activations;

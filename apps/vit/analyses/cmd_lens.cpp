@@ -39,7 +39,7 @@ nlohmann::json lens_json(const LensResult& r, const Config& config) {
       logits.back().emplace_back(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
     }
   }
-  return {{"pool", name_of(config.model.pool)},
+  return {{"pool", enum_name(config.model.pool)},
           {"layers", values.size(0)},
           {"samples", values.size(1)},
           {"logits", logits},

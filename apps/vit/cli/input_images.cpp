@@ -84,7 +84,7 @@ AnalysisInputs choose_analysis_inputs(const std::vector<std::string>& images, in
   }
   const data::Dataset& val = opened.images(data::SplitName::kVal);
   if (val.size() == 0)
-    throw Error(std::string("the validation split of ") + name_of(config.data.dataset) + " (" +
+    throw Error(std::string("the validation split of ") + enum_name(config.data.dataset) + " (" +
                 config.data.root + ") is empty; set data.val_size > 0 or pass --images");
   if (samples > val.size())
     spdlog::warn("--samples {} but the validation split has only {} images; using all {}", samples,

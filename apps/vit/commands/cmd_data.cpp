@@ -44,7 +44,7 @@ std::vector<int64_t> image_shape(const Config& c) {
 }
 
 nlohmann::json describe(const Config& c, const data::DataSplits& s) {
-  nlohmann::json j = {{"dataset", name_of(c.data.dataset)},
+  nlohmann::json j = {{"dataset", enum_name(c.data.dataset)},
                       {"train", s.train_size()},
                       {"val", s.val_size()},
                       {"test", s.test_size()},
@@ -87,7 +87,7 @@ void print_text(const Config& c, const data::DataSplits& s) {
       : s.validation == ValidationSource::kFolder
           ? std::string("the val/ folder; no test split")
           : fmt::format("held out of the official training set, seed {}", c.seed);
-  std::cout << fmt::format("{}: {}\n", name_of(c.data.dataset), c.data.root)
+  std::cout << fmt::format("{}: {}\n", enum_name(c.data.dataset), c.data.root)
             << fmt::format("  train    {:>7} images\n", s.train_size())
             << fmt::format("  val      {:>7} images ({})\n", s.val_size(), held_out)
             << fmt::format("  test     {:>7} images\n", s.test_size())
@@ -131,7 +131,7 @@ void write_samples(const Config& c, const data::DataSplits& s, c10::Device devic
     tiles.push_back({images[i], caption(batch, i, s.classes())});
   io::GridOptions grid;
   grid.title = fmt::format("{}: training images after augmentation (epoch 0, batch 0)",
-                           name_of(c.data.dataset));
+                           enum_name(c.data.dataset));
   const auto path = std::filesystem::path(dir) / "samples.png";
   io::write_png(path, io::make_grid(tiles, grid));
   spdlog::info("wrote {}", path.string());
@@ -182,8 +182,8 @@ void bench(const Config& c, const data::DataSplits& s, c10::Device device, int64
 // with classes.txt, and the config lines that read them.
 void write_folder_shards(const Config& c, const std::string& dir, int64_t per_shard) {
   if (c.data.dataset != DatasetKind::kImageFolder)
-    throw Error("vit data --write-shards: data.dataset is " + std::string(name_of(c.data.dataset)) +
-                ", expected image-folder");
+    throw Error("vit data --write-shards: data.dataset is " +
+                std::string(enum_name(c.data.dataset)) + ", expected image-folder");
   if (per_shard < 1)
     throw Error("vit data --shard-size: " + std::to_string(per_shard) + ", expected >= 1");
   const auto listing = data::list_image_folder(c.data.root, c.model.channels, c.model.image_size);

@@ -43,10 +43,14 @@ nlohmann::json metrics_json(const EvalResult& r, const std::vector<std::string>&
     const auto row = r.confusion[i].contiguous();
     confusion.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
   }
-  nlohmann::json j = {{"checkpoint", checkpoint},        {"split", split},
-                      {"precision", name_of(precision)}, {"images", r.count},
-                      {"accuracy", r.accuracy},          {"loss", r.loss},
-                      {"per_class_accuracy", per_class}, {"classes", classes},
+  nlohmann::json j = {{"checkpoint", checkpoint},
+                      {"split", split},
+                      {"precision", enum_name(precision)},
+                      {"images", r.count},
+                      {"accuracy", r.accuracy},
+                      {"loss", r.loss},
+                      {"per_class_accuracy", per_class},
+                      {"classes", classes},
                       {"confusion", confusion}};
   if (r.has_top5()) j["top5_accuracy"] = r.top5_accuracy();
   return j;
@@ -95,7 +99,7 @@ nlohmann::json write_eval(OpenedModel& opened, const EvalOptions& o) {
   const std::string split_name = enum_name(o.split);
   const int64_t images = which == data::SplitName::kVal ? splits.val_size() : splits.test_size();
   if (images == 0)
-    throw Error("the " + split_name + " split of " + name_of(loaded.config.data.dataset) +
+    throw Error("the " + split_name + " split of " + enum_name(loaded.config.data.dataset) +
                 " is empty");
   const auto loader = data::loader_for(
       splits, which, loaded.config, data::loader_options(loaded.config, device, /*train=*/false));

@@ -48,7 +48,7 @@ nlohmann::json describe(const Config& c) {
           {"head_dim", m.head_dim()},
           {"inner_dim", m.inner_dim()},
           {"mlp_dim", m.mlp_dim},
-          {"pool", name_of(m.pool)},
+          {"pool", enum_name(m.pool)},
           {"qkv_bias", m.qkv_bias},
           {"num_classes", m.num_classes}};
 }
@@ -85,7 +85,7 @@ void print_text(const Config& c) {
             << fmt::format("  width      dim {}, {} heads x {} = attention width {}, MLP {}\n",
                            m.dim, m.heads, m.head_dim(), m.inner_dim(), m.mlp_dim)
             << fmt::format("  depth      {} blocks, qkv bias {}, pool '{}', {} classes\n", m.depth,
-                           m.qkv_bias ? "on" : "off", name_of(m.pool), m.num_classes)
+                           m.qkv_bias ? "on" : "off", enum_name(m.pool), m.num_classes)
             << fmt::format("  options    {}\n", options_text(m))
             << fmt::format("  parameters {}\n", with_commas(count_parameters(m)))
             << fmt::format("  FLOPs      {} per image forward ({:.3f} GFLOPs)\n",
@@ -138,7 +138,7 @@ int run_info(const InfoOptions& o) {
   if (o.json) {
     nlohmann::json out = describe(d.config);
     out["precision"] =
-        precision.choice ? nlohmann::json(name_of(precision.choice->precision)) : nullptr;
+        precision.choice ? nlohmann::json(enum_name(precision.choice->precision)) : nullptr;
     out["cpu_isa"] = cpu_isa_name(cpu_isa());
     out["memory_estimate"] = memory ? memory_json(*memory) : nullptr;
     if (!d.checkpoint.empty()) {

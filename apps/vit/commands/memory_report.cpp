@@ -47,7 +47,7 @@ nlohmann::json memory_json(const MemoryReport& r) {
   nlohmann::json j = {{"batch", e.batch},
                       {"micro_batch", e.micro_batch},
                       {"accum_steps", e.batch / e.micro_batch},
-                      {"precision", name_of(e.precision)},
+                      {"precision", enum_name(e.precision)},
                       {"grad_checkpointing", e.checkpoint_every}};
   for (const char* key : kPartKeys)
     j[std::string(key) + "_mib"] = mib(e.bytes_of(key));
@@ -63,7 +63,7 @@ std::string memory_text(const MemoryReport& r) {
   std::string out = fmt::format(
       "  memory     one training step, estimated: batch {} ({} x {} images), {}, checkpointing "
       "{}\n",
-      e.batch, e.batch / e.micro_batch, e.micro_batch, name_of(e.precision),
+      e.batch, e.batch / e.micro_batch, e.micro_batch, enum_name(e.precision),
       checkpointing_text(e.checkpoint_every));
   const auto line = [&](const std::string& label, int64_t bytes) {
     out += fmt::format("             {:<40} {:>11}\n", label, mib_text(bytes));

@@ -62,7 +62,7 @@ std::vector<Planned> plan(const DataConfig& d, const DatasetArchive& a) {
   const auto sums = split_commas(d.sha256);
   if (!sums.empty() && sums.size() != a.files.size()) {
     throw Error("data.sha256 holds " + std::to_string(sums.size()) + " checksum(s), expected " +
-                std::to_string(a.files.size()) + " (one per file that " + name_of(d.dataset) +
+                std::to_string(a.files.size()) + " (one per file that " + enum_name(d.dataset) +
                 " downloads from data.url)");
   }
   for (const auto& s : sums) {
@@ -165,7 +165,7 @@ void unpack_into(const fs::path& folder, const DatasetArchive& a,
 bool download_dataset(const DataConfig& d) {
   fs::path root = fs::path(d.root).lexically_normal();
   if (root.filename().empty()) root = root.parent_path();  // "data/x/"
-  const std::string dataset = name_of(d.dataset);
+  const std::string dataset = enum_name(d.dataset);
   std::string missing = missing_file(d.dataset, root);
   if (missing.empty()) {
     spdlog::info("{} holds {} already: nothing to download", root.string(), dataset);
