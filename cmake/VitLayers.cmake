@@ -8,14 +8,16 @@
 #    the layers below it, so a call upward fails to link.
 
 # vit_layer(NAME [HEADERS folder|BASE] [DEPS layer...])
-#   NAME     src/NAME/*.cpp (BASE: src/*.cpp) into vit_NAME
+#   NAME     src/NAME/*.cpp (BASE: src/*.cpp and the config's src/config/*.cpp)
+#            into vit_NAME
 #   DEPS     the layers it may use, without the vit_ prefix
 function(vit_layer name)
   cmake_parse_arguments(ARG "BASE" "" "DEPS" ${ARGN})
   set(root ${CMAKE_BINARY_DIR}/layers/${name})
   file(MAKE_DIRECTORY ${root}/vit)
   if(ARG_BASE)
-    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cpp)
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cpp
+         ${PROJECT_SOURCE_DIR}/src/config/*.cpp)
     file(GLOB headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/vit/*.hpp)
     foreach(header IN LISTS headers)
       get_filename_component(file ${header} NAME)

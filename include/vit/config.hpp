@@ -134,7 +134,7 @@ inline constexpr int64_t kMaxClasses = 1'000'000;  // classifier outputs
 inline constexpr int64_t kMaxThreads = 1024;       // `threads` and --threads
 
 // The architecture, as timm's VisionTransformer arguments (docs/models.md):
-// each key's meaning is in the config's field table (src/config_fields.hpp,
+// each key's meaning is in the config's field table (src/config/fields.hpp,
 // docs/config.md). Sizes are counts, widths and pixels.
 struct ModelConfig {
   int64_t image_size = 32;

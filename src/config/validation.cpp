@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "config_fields.hpp"
+#include "fields.hpp"
 #include "vit/config.hpp"
 #include "vit/error.hpp"
 

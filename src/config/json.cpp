@@ -5,7 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "config_fields.hpp"
+#include "fields.hpp"
 #include "vit/config.hpp"
 #include "vit/error.hpp"
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "config_fields.hpp"
+#include "fields.hpp"
 #include "vit/edit_distance.hpp"
 
 namespace vit::config_detail {

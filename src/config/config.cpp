@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "config_fields.hpp"
+#include "fields.hpp"
 #include "vit/error.hpp"
 
 namespace vit {

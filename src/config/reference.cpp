@@ -3,7 +3,7 @@
 #include <string>
 #include <type_traits>
 
-#include "config_fields.hpp"
+#include "fields.hpp"
 #include "vit/config.hpp"
 
 namespace vit {
@@ -66,7 +66,7 @@ std::string config_reference_markdown() {
       "by its dotted path. Reading is strict: an unknown key, a value of the wrong type or an\n"
       "impossible value is an error that names the key.\n\n"
       "`vit config --defaults` prints the whole default config as JSON. This page is what\n"
-      "`vit config --reference` prints, from the field table in `src/config_fields.hpp`; a test "
+      "`vit config --reference` prints, from the field table in `src/config/fields.hpp`; a test "
       "fails\n"
       "when the two disagree. `data.mean`, `data.std` and `data.augment.hflip` default per\n"
       "dataset; the defaults shown are CIFAR-10's.\n";
