@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/cli.hpp"
-#include "cli/commands.hpp"
+#include "command_list.hpp"
 
 int main(int argc, char** argv) {
   // Logs are for people and go to stderr; stdout holds --json output and tables.

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/commands.hpp"
+#include "command_list.hpp"
 #include "commands/cmd_info.hpp"
 #include "vit_test_paths.hpp"
 

@@ -1,5 +1,5 @@
 #include "analyses/cmd_rollout.hpp"
-#include "cli/commands.hpp"
+#include "command_list.hpp"
 
 #include <unistd.h>
 

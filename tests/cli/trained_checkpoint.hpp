@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
-#include "cli/commands.hpp"
+#include "command_list.hpp"
 #include "vit/config.hpp"
 #include "vit/data/data_splits.hpp"
 #include "vit/train/trainer.hpp"

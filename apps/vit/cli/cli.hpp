@@ -1,7 +1,7 @@
 #pragma once
 // The command line's shared toolkit: the flags every command takes, the
 // device and precision they pick, and the Cli that parses and runs. The
-// commands themselves are one file each, listed in commands.cpp. Parsing is
+// commands themselves are one file each, listed in command_list.cpp. Parsing is
 // separate from running so the tests can parse flags in-process.
 #include <cstdint>
 #include <functional>
@@ -83,7 +83,7 @@ struct Command {
 // inside the callbacks' shared state, so a Cli object owns everything.
 class Cli {
  public:
-  // An empty root: register_all_commands (commands.hpp) adds every command,
+  // An empty root: register_all_commands (apps/vit/command_list.hpp) adds every command,
   // a test adds the one it inspects.
   Cli();
   CLI::App& app() { return app_; }

@@ -1,5 +1,6 @@
 #pragma once
-// The list of vit's subcommands.
+// The list of vit's subcommands: the one file that knows every command's
+// room (commands/, analyses/, report/), beside main.cpp, above them all.
 #include "cli/cli.hpp"
 
 namespace vit::cli {

@@ -1,4 +1,4 @@
-#include "cli/commands.hpp"
+#include "command_list.hpp"
 
 #include "analyses/cmd_ablate.hpp"
 #include "analyses/cmd_attention.hpp"
