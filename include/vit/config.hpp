@@ -222,6 +222,7 @@ struct DataConfig {
   int64_t limit_train = 0;    // keep N training images (seeded, stratified); 0 = all
   int64_t limit_test = 0;     // keep N test images (seeded, stratified); 0 = all
   bool skip_corrupt = false;  // skip unreadable images with a warning instead of failing
+  bool drop_last = true;      // training: the last partial batch is left out of each epoch
   std::string cache_dir =
       "";  // where decoded-image caches go if root is read-only; "" = ~/.cache/vit
   // Downloading the dataset into root (data/download/dataset_download.hpp).

@@ -146,6 +146,11 @@ void for_each_field(C& c, F&& f) {
     "mode pixel), after mixing; [0, 1]");
   f("data.limit_train", d.limit_train, "keep N training images (seeded, stratified); 0 = all");
   f("data.limit_test", d.limit_test, "keep N test images (seeded, stratified); 0 = all");
+  f("data.drop_last", d.drop_last,
+    "training: leave each epoch's last partial batch out (timm's default); false = train on it "
+    "too, so every training image is seen once an epoch (under torchrun the epoch's order is "
+    "padded with its first images to a multiple of the ranks, as DistributedSampler pads); "
+    "validation and test never drop");
   f("data.skip_corrupt", d.skip_corrupt,
     "skip unreadable images with a warning instead of failing");
   f("data.cache_dir", d.cache_dir,

@@ -28,6 +28,7 @@ LoaderOptions loader_options(const Config& config, c10::Device device, bool trai
   o.batch_size =
       train ? t.batch_size : (t.eval_batch_size > 0 ? t.eval_batch_size : 2 * t.batch_size);
   o.train = train;
+  o.drop_last = train && config.data.drop_last;
   o.seed = config.seed;
   o.device = device;
   o.mean = config.data.mean;
@@ -66,18 +67,33 @@ BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
 }
 
 int64_t BatchLoader::batches_per_epoch() const {
+  return epoch_batches(order_length(), options_.batch_size, options_.train && options_.drop_last);
+}
+
+int64_t BatchLoader::batch_rows(int64_t step) const {
   const int64_t b = options_.batch_size;
-  return options_.train ? size() / b : (size() + b - 1) / b;
+  const int64_t rows = std::min(b, order_length() - step * b);
+  return options_.train ? rows / options_.shard_count : rows;
+}
+
+bool BatchLoader::pads_for_ranks() const {
+  return options_.train && !options_.drop_last && options_.shard_count > 1;
+}
+
+int64_t BatchLoader::order_length() const {
+  const int64_t n = size(), ranks = options_.shard_count;
+  return pads_for_ranks() ? (n + ranks - 1) / ranks * ranks : n;
 }
 
 at::Tensor BatchLoader::order(int64_t epoch) const {
   std::vector<int64_t> order(size());
   if (options_.train) {
     order = epoch_order(size(), options_.seed, epoch);
+    if (pads_for_ranks()) order = padded_for_ranks(std::move(order), options_.shard_count);
   } else {
     std::iota(order.begin(), order.end(), 0);
   }
-  return torch::tensor(order, torch::kInt64).view({size()});
+  return torch::tensor(order, torch::kInt64).view({order_length()});
 }
 
 const at::Tensor& BatchLoader::cached_order(int64_t epoch) const {
@@ -94,7 +110,7 @@ Batch BatchLoader::assemble(int64_t epoch, int64_t step) const {
                 std::to_string(batches_per_epoch() - 1) + " of an epoch");
   }
   const int64_t begin = step * options_.batch_size;
-  const int64_t end = std::min(begin + options_.batch_size, size());
+  const int64_t end = std::min(begin + options_.batch_size, order_length());
   const auto index = cached_order(epoch).slice(0, begin, end);
   Batch out;
   out.labels = labels_.index_select(0, index);
@@ -113,9 +129,8 @@ Batch BatchLoader::assemble(int64_t epoch, int64_t step) const {
 
 Batch BatchLoader::shard(Batch batch) const {
   if (options_.shard_count == 1) return batch;
-  const int64_t b = batch.labels.size(0);
-  const int64_t begin = b * options_.shard_index / options_.shard_count;
-  const int64_t end = b * (options_.shard_index + 1) / options_.shard_count;
+  const auto [begin, end] =
+      rank_rows(batch.labels.size(0), options_.shard_index, options_.shard_count);
   batch.labels = batch.labels.slice(/*dim=*/0, begin, end);
   batch.images = batch.images.slice(/*dim=*/0, begin, end);
   if (batch.targets.defined()) batch.targets = batch.targets.slice(/*dim=*/0, begin, end);
@@ -128,9 +143,11 @@ Batch BatchLoader::batch(int64_t epoch, int64_t step) const {
   if (options_.train && options_.augment.random_erasing > 0) {
     Rng rng = Rng::derive(
         {options_.seed, kErasingStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step)});
-    const int64_t b = options_.batch_size;
-    out.images = random_erasing(out.images, options_.augment.random_erasing, rng,
-                                b * options_.shard_index / options_.shard_count, b);
+    // The global batch's rows: the last one of an epoch may be partial.
+    const int64_t rows = out.labels.size(0) * options_.shard_count;
+    out.images =
+        random_erasing(out.images, options_.augment.random_erasing, rng,
+                       rank_rows(rows, options_.shard_index, options_.shard_count).first, rows);
   }
   return out;
 }

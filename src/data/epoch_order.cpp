@@ -21,4 +21,20 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   return order;
 }
 
+std::vector<int64_t> padded_for_ranks(std::vector<int64_t> order, int64_t ranks) {
+  const auto n = static_cast<int64_t>(order.size());
+  const int64_t padded = (n + ranks - 1) / ranks * ranks;
+  for (int64_t i = n; i < padded; ++i)
+    order.push_back(order[static_cast<size_t>((i - n) % n)]);
+  return order;
+}
+
+int64_t epoch_batches(int64_t n, int64_t batch, bool drop_last) {
+  return drop_last ? n / batch : (n + batch - 1) / batch;
+}
+
+std::pair<int64_t, int64_t> rank_rows(int64_t rows, int64_t rank, int64_t ranks) {
+  return {rows * rank / ranks, rows * (rank + 1) / ranks};
+}
+
 }  // namespace vit::data

@@ -4,9 +4,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -57,38 +59,76 @@ class ItemSequence {
 // epoch's order (training), or every file in order (evaluation).
 class FileSequence : public ItemSequence {
  public:
-  FileSequence(const StreamedSplit& split, std::vector<int64_t> order, int64_t batch,
-               int64_t row_begin, int64_t row_end, int64_t first_step, int64_t steps)
+  // Batches of `batch` entries of `order` from `first_step` on, rank `rank`
+  // of `ranks` taking its rows of each (data/epoch_order's rank_rows).
+  FileSequence(const StreamedSplit& split, std::vector<int64_t> order, int64_t batch, int64_t rank,
+               int64_t ranks, int64_t first_step, int64_t steps)
       : split_(split),
         order_(std::move(order)),
         batch_(batch),
-        row_begin_(row_begin),
-        row_end_(row_end),
+        rank_(rank),
+        ranks_(ranks),
         step_(first_step),
-        steps_(steps),
-        row_(row_begin) {}
+        steps_(steps) {
+    start_step();
+  }
 
   std::optional<Item> next() override {
     while (step_ < steps_) {
-      const int64_t position = step_ * batch_ + row_;
-      if (row_ < row_end_ && position < static_cast<int64_t>(order_.size())) {
-        ++row_;
+      if (row_ < row_end_) {
+        const int64_t position = step_ * batch_ + row_++;
         Item item;
         item.position = position;
-        item.file = order_[position];
+        item.file = order_[static_cast<size_t>(position)];
         item.label = split_.label(item.file);
         return item;
       }
       ++step_;
-      row_ = row_begin_;
+      start_step();
     }
     return std::nullopt;
   }
 
  private:
+  void start_step() {
+    const int64_t rows = std::min(batch_, static_cast<int64_t>(order_.size()) - step_ * batch_);
+    std::tie(row_, row_end_) = rank_rows(std::max<int64_t>(rows, 0), rank_, ranks_);
+  }
+
   const StreamedSplit& split_;
   std::vector<int64_t> order_;
-  int64_t batch_, row_begin_, row_end_, step_, steps_, row_;
+  int64_t batch_, rank_, ranks_, step_, steps_;
+  int64_t row_ = 0, row_end_ = 0;  // the step's rows left to this rank
+};
+
+// A training epoch's shard samples repeated from the start until `rows` have
+// been read: a rank with fewer samples than another pads its epoch, so that
+// the ranks keep in step (data.drop_last false). `make(skip)` opens the
+// rank's sequence with its first `skip` samples passed over.
+class RepeatingSequence : public ItemSequence {
+ public:
+  RepeatingSequence(std::function<std::unique_ptr<ItemSequence>(int64_t)> make, int64_t samples,
+                    int64_t rows, int64_t skip)
+      : make_(std::move(make)), samples_(samples), left_(rows - skip) {
+    sequence_ = make_(samples_ > 0 ? skip % samples_ : 0);
+  }
+
+  std::optional<Item> next() override {
+    if (left_ <= 0) return std::nullopt;
+    auto item = sequence_->next();
+    if (!item) {
+      sequence_ = make_(0);
+      item = sequence_->next();
+      if (!item) return std::nullopt;
+    }
+    --left_;
+    return item;
+  }
+
+ private:
+  std::function<std::unique_ptr<ItemSequence>(int64_t)> make_;
+  int64_t samples_, left_;
+  std::unique_ptr<ItemSequence> sequence_;
 };
 
 // Shards: the samples of `shards` read in turn, through a shuffle buffer
@@ -316,15 +356,14 @@ class StreamLoader::Pipeline {
       std::vector<int64_t> order;
       if (o.train) {
         order = epoch_order(n, o.seed, epoch);
+        if (l.epoch_rows_ > n) order = padded_for_ranks(std::move(order), o.shard_count);
       } else {
         order.resize(static_cast<size_t>(n));
         std::iota(order.begin(), order.end(), 0);
       }
-      const int64_t b = o.batch_size;
-      const int64_t begin = o.train ? b * o.shard_index / o.shard_count : 0;
-      const int64_t end = o.train ? b * (o.shard_index + 1) / o.shard_count : b;
-      return std::make_unique<streaming::FileSequence>(l.split_, std::move(order), b, begin, end,
-                                                       first_step, l.batches_per_epoch_);
+      return std::make_unique<streaming::FileSequence>(
+          l.split_, std::move(order), o.batch_size, o.train ? o.shard_index : 0,
+          o.train ? o.shard_count : 1, first_step, l.batches_per_epoch_);
     }
     std::vector<std::filesystem::path> shards;
     for (const size_t s : l.my_shards_)
@@ -342,15 +381,15 @@ class StreamLoader::Pipeline {
     options.max_member_bytes = l.settings_.max_member_bytes;
     options.num_classes = l.num_classes_;
     options.skip_corrupt = l.settings_.skip_corrupt;
-    return std::make_unique<streaming::ShardSequence>(
-        std::move(shards), options, o.train ? l.settings_.shuffle_buffer : 1,
-        l.settings_.shuffle_buffer_bytes, tag(streaming::kShuffleBufferStream),
-        first_step * l.local_batch_, &l.shuffle_bytes_);
-  }
-
-  int64_t rows_of(int64_t step) const {
-    if (loader_.options_.train) return loader_.local_batch_;
-    return std::min(loader_.local_batch_, loader_.size_ - step * loader_.local_batch_);
+    const Rng shuffle_rng = tag(streaming::kShuffleBufferStream);
+    const auto open = [&l, &o, shards, options, shuffle_rng](int64_t skip) {
+      return std::make_unique<streaming::ShardSequence>(
+          shards, options, o.train ? l.settings_.shuffle_buffer : 1,
+          l.settings_.shuffle_buffer_bytes, shuffle_rng, skip, &l.shuffle_bytes_);
+    };
+    const int64_t skip = first_step * l.local_batch_;
+    if (!o.train || l.epoch_rows_ <= l.my_samples_) return open(skip);
+    return std::make_unique<streaming::RepeatingSequence>(open, l.my_samples_, l.epoch_rows_, skip);
   }
 
   // A batch's images: a buffer the consumer has let go of (the pool holds
@@ -387,7 +426,7 @@ class StreamLoader::Pipeline {
           auto slot = std::make_shared<Slot>();
           slot->epoch = e;
           slot->step = k;
-          const int64_t rows = rows_of(k);
+          const int64_t rows = loader_.batch_rows(k);
           slot->images = batch_buffer(rows, pinned);
           slot->labels.assign(static_cast<size_t>(rows), 0);
           slot->failed.assign(static_cast<size_t>(rows), "");
@@ -550,35 +589,10 @@ StreamLoader::StreamLoader(StreamedSplit split, LoaderOptions options, StreamSet
   if (settings_.prefetch_batches == 0) settings_.prefetch_batches = o.device.is_cuda() ? 4 : 2;
   num_classes_ = split_.num_classes();
   local_batch_ = o.train ? o.batch_size / o.shard_count : o.batch_size;
-  if (!split_.from_shards()) {
-    const int64_t n = split_.size();
-    batches_per_epoch_ = o.train ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
-    size_ = o.train ? batches_per_epoch_ * local_batch_ : n;
-  } else if (!o.train) {
-    for (size_t s = 0; s < split_.shards.size(); ++s)
-      my_shards_.push_back(s);
-    size_ = split_.size();
-    batches_per_epoch_ = (size_ + local_batch_ - 1) / local_batch_;
-  } else {
-    // Whole shards per rank, round robin; every rank trains the same number
-    // of steps, as many as the rank with the fewest samples fills.
-    int64_t fewest = -1;
-    for (int64_t rank = 0; rank < o.shard_count; ++rank) {
-      int64_t samples = 0;
-      for (size_t s = static_cast<size_t>(rank); s < split_.shards.size();
-           s += static_cast<size_t>(o.shard_count)) {
-        samples += split_.shard_samples[s];
-        if (rank == o.shard_index) my_shards_.push_back(s);
-      }
-      fewest = fewest < 0 ? samples : std::min(fewest, samples);
-    }
-    batches_per_epoch_ = fewest / local_batch_;
-    size_ = batches_per_epoch_ * local_batch_;
-    if (o.shard_count > static_cast<int64_t>(split_.shards.size()))
-      throw Error(split_.source + ": " + std::to_string(split_.shards.size()) + " shards for " +
-                  std::to_string(o.shard_count) +
-                  " ranks; each rank reads whole shards, so there must be one per rank at least");
-  }
+  if (split_.from_shards())
+    plan_shards();
+  else
+    plan_files();
   normalizer_ = std::make_shared<Normalizer>(o.mean, o.std, settings_.channels, options_.device);
   // On the CPU the workers normalise too, unless the batch stage needs the
   // pixels: RandAugment and mixing work on [0, 1] images, and the pad-and-crop
@@ -590,6 +604,66 @@ StreamLoader::StreamLoader(StreamedSplit split, LoaderOptions options, StreamSet
 }
 
 StreamLoader::~StreamLoader() = default;
+
+void StreamLoader::plan_files() {
+  const auto& o = options_;
+  const int64_t n = split_.size(), ranks = o.shard_count;
+  if (!o.train) {
+    size_ = n;
+    batches_per_epoch_ = epoch_batches(n, o.batch_size, /*drop_last=*/false);
+    return;
+  }
+  epoch_rows_ = !o.drop_last && ranks > 1 ? (n + ranks - 1) / ranks * ranks : n;
+  batches_per_epoch_ = epoch_batches(epoch_rows_, o.batch_size, o.drop_last);
+  size_ = o.drop_last ? batches_per_epoch_ * local_batch_ : epoch_rows_ / ranks;
+}
+
+// Whole shards per rank, each shard to the rank with the fewest samples so
+// far, the largest first, so the ranks' shares differ by less than a shard.
+// Every rank trains the same number of steps: as many as the rank with the
+// fewest samples fills, or, keeping the last batch, as the rank with the
+// most needs, the others repeating their first samples.
+void StreamLoader::plan_shards() {
+  const auto& o = options_;
+  const auto shards = split_.shards.size();
+  if (!o.train) {
+    for (size_t s = 0; s < shards; ++s)
+      my_shards_.push_back(s);
+    size_ = split_.size();
+    batches_per_epoch_ = epoch_batches(size_, local_batch_, /*drop_last=*/false);
+    return;
+  }
+  if (o.shard_count > static_cast<int64_t>(shards))
+    throw Error(split_.source + ": " + std::to_string(shards) + " shards for " +
+                std::to_string(o.shard_count) +
+                " ranks; each rank reads whole shards, so there must be one per rank at least");
+  std::vector<size_t> by_size(shards);
+  std::iota(by_size.begin(), by_size.end(), size_t{0});
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    return split_.shard_samples[a] > split_.shard_samples[b];
+  });
+  std::vector<int64_t> samples(static_cast<size_t>(o.shard_count), 0);
+  for (const size_t s : by_size) {
+    const auto rank =
+        static_cast<size_t>(std::min_element(samples.begin(), samples.end()) - samples.begin());
+    samples[rank] += split_.shard_samples[s];
+    if (static_cast<int64_t>(rank) == o.shard_index) my_shards_.push_back(s);
+  }
+  std::sort(my_shards_.begin(), my_shards_.end());
+  my_samples_ = samples[static_cast<size_t>(o.shard_index)];
+  const int64_t fewest = *std::min_element(samples.begin(), samples.end());
+  const int64_t most = *std::max_element(samples.begin(), samples.end());
+  epoch_rows_ = o.drop_last ? fewest : most;
+  batches_per_epoch_ = epoch_batches(epoch_rows_, local_batch_, o.drop_last);
+  size_ = o.drop_last ? batches_per_epoch_ * local_batch_ : epoch_rows_;
+}
+
+int64_t StreamLoader::batch_rows(int64_t step) const {
+  const auto& o = options_;
+  if (!o.train) return std::min(local_batch_, size_ - step * local_batch_);
+  if (split_.from_shards()) return std::min(local_batch_, epoch_rows_ - step * local_batch_);
+  return std::min(o.batch_size, epoch_rows_ - step * o.batch_size) / o.shard_count;
+}
 
 void StreamLoader::BufferBytes::add(int64_t bytes) {
   const int64_t held = now.fetch_add(bytes) + bytes;

@@ -12,6 +12,8 @@
 
 #include "vit/atomic_write.hpp"
 #include "vit/data/batch_loader.hpp"
+#include "vit/data/epoch_order.hpp"
+#include "vit/data/epoch_order.hpp"
 #include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
@@ -124,7 +126,10 @@ Trainer::Trainer(Config config, data::DataSplits splits, c10::Device device, std
   train_loader_ = data::loader_for(splits_, data::SplitName::kTrain, config_,
                                    train_loader_options(config_, device_, group_));
   val_loader_ = eval_loader(data::SplitName::kVal);
-  steps_per_epoch_ = train_loader_->batches_per_epoch() / config_.train.accum_steps;
+  // An optimizer step reads accum_steps micro-batches; keeping the last
+  // partial batch, the epoch's last step reads what is left.
+  steps_per_epoch_ = data::epoch_batches(train_loader_->batches_per_epoch(),
+                                         config_.train.accum_steps, config_.data.drop_last);
   if (steps_per_epoch_ == 0)
     throw Error(
         fmt::format("the training split has {} images, fewer than one batch of train.batch_size {}",
@@ -312,13 +317,17 @@ Trainer::RunLogs Trainer::open_logs(TrainSummary& summary) const {
 
 double Trainer::run_step(int64_t epoch, int64_t in_epoch) {
   const double lr = learning_rate(config_.train, step_, steps_per_epoch_);
-  const int64_t accum = config_.train.accum_steps;
+  const int64_t accum = config_.train.accum_steps, first = in_epoch * accum;
+  const int64_t count = std::min(accum, train_loader_->batches_per_epoch() - first);
+  int64_t images = 0;
+  for (int64_t m = 0; m < count; ++m)
+    images += train_loader_->batch_rows(first + m);
   const auto micro_batch = [&](int64_t m) {
-    data::Batch batch = train_loader_->batch(epoch, in_epoch * accum + m);
+    data::Batch batch = train_loader_->batch(epoch, first + m);
     unread_images_ += batch.labels.size(0);
     return batch;
   };
-  training_step_->run(micro_batch, accum, lr, step_);
+  training_step_->run(micro_batch, count, lr, step_, images);
   ++step_;
   if (ema_) ema_->update(step_);
   return lr;

@@ -67,12 +67,16 @@ TrainingStep::TrainingStep(VisionTransformer model, const TrainConfig& train,
 TrainingStep::~TrainingStep() = default;
 
 void TrainingStep::run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step) {
+  int64_t images = 0;
+  for (const auto& batch : micro_batches)
+    images += batch.labels.size(0);
   run([&](int64_t m) { return micro_batches[static_cast<size_t>(m)]; },
-      static_cast<int64_t>(micro_batches.size()), lr, step);
+      static_cast<int64_t>(micro_batches.size()), lr, step, images);
 }
 
 void TrainingStep::run(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count,
-                       double lr, int64_t step) {
+                       double lr, int64_t step, int64_t images) {
+  step_images_ = images;
   profiler_.before_step(step);
   optimizer_->set_learning_rate(lr);
   if (graph_) {
@@ -106,7 +110,11 @@ std::pair<at::Tensor, at::Tensor> TrainingStep::forward_backward(const data::Bat
           : torch::nn::functional::cross_entropy(
                 logits, batch.labels,
                 torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
-  scaler_.scale(count > 1 ? loss / static_cast<double>(count) : loss).backward();
+  // Its share of the step's mean: 1 / count for equal micro-batches.
+  const double parts = step_images_ > 0
+                           ? static_cast<double>(step_images_) / double(batch.labels.size(0))
+                           : static_cast<double>(count);
+  scaler_.scale(parts != 1.0 ? loss / parts : loss).backward();
   if (weight_mirror_) weight_mirror_->collect_gradients();
   return {loss.detach(), logits.detach()};
 }
@@ -123,7 +131,7 @@ void TrainingStep::eager(const std::function<data::Batch(int64_t)>& micro_batch,
     loss = loss.defined() ? loss + micro_loss : micro_loss;
     correct = correct.defined() ? correct + micro_correct : micro_correct;
   }
-  if (count > 1) loss = loss / static_cast<double>(count);
+  if (count > 1) loss = loss / static_cast<double>(count);  // the logged mean
   // Once per optimizer step, not per micro-batch (DDP's no_sync).
   if (group_) group_->average_gradients(optimizer_->gradients(), bucket_bytes_);
   scaler_.unscale(optimizer_->gradients());

@@ -1,5 +1,8 @@
 #include "vit/data/batch_loader.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -55,6 +58,72 @@ TEST(BatchLoader, TrainingDropsThePartialBatchAndShufflesPerEpoch) {
   const auto expected = order0.slice(0, 4, 8).to(torch::kFloat32) * 10.0f / 255.0f;
   EXPECT_TRUE(torch::allclose(batch.images.select(1, 0).select(1, 0).select(1, 0), expected));
   EXPECT_THROW(loader.batch(0, 2), vit::Error);
+}
+
+// The images of batch `step`, by index (image i holds the value 10 i).
+std::vector<int64_t> indices_of(const vit::data::BatchLoader& loader, int64_t epoch, int64_t step) {
+  const auto pixels =
+      loader.batch_unnormalized(epoch, step).images.select(1, 0).select(1, 0).select(1, 0);  // [0,
+                                                                                             // 1]
+  const auto index = (pixels * 255.0f / 10.0f).round().to(torch::kInt64);
+  return std::vector<int64_t>(index.data_ptr<int64_t>(), index.data_ptr<int64_t>() + index.numel());
+}
+
+// data.drop_last false: the epoch's last partial batch trains too, so each of
+// the 10 images comes once an epoch, in the order's last 2 rows.
+TEST(BatchLoader, KeepingTheLastBatchEveryImageComesOnceAnEpoch) {
+  auto o = options(/*train=*/true);
+  o.drop_last = false;
+  vit::data::BatchLoader loader(tiny_dataset(), o);
+  ASSERT_EQ(loader.batches_per_epoch(), 3);
+  EXPECT_EQ(loader.batch_rows(0), 4);
+  EXPECT_EQ(loader.batch_rows(2), 2);
+  for (const int64_t epoch : {0, 1}) {
+    std::vector<int64_t> seen;
+    for (int64_t step = 0; step < 3; ++step) {
+      const auto rows = indices_of(loader, epoch, step);
+      EXPECT_EQ(static_cast<int64_t>(rows.size()), loader.batch_rows(step));
+      seen.insert(seen.end(), rows.begin(), rows.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})) << "epoch " << epoch;
+  }
+}
+
+// Three ranks, a global batch of 6: the epoch's order is padded to 12 with
+// its first 2 images, as torch's DistributedSampler pads, and each rank
+// takes 2 rows of both batches; together they see every image, the 2
+// repeats besides. With drop_last (the default) 6 images of one batch.
+TEST(BatchLoader, KeepingTheLastBatchRanksPadTheOrderAsDistributedSamplerDoes) {
+  for (const bool drop_last : {false, true}) {
+    std::vector<int64_t> seen;
+    for (int64_t rank = 0; rank < 3; ++rank) {
+      auto o = options(/*train=*/true);
+      o.batch_size = 6;
+      o.drop_last = drop_last;
+      o.shard_index = rank;
+      o.shard_count = 3;
+      vit::data::BatchLoader loader(tiny_dataset(), o);
+      ASSERT_EQ(loader.batches_per_epoch(), drop_last ? 1 : 2);
+      for (int64_t step = 0; step < loader.batches_per_epoch(); ++step) {
+        EXPECT_EQ(loader.batch_rows(step), 2);
+        const auto rows = indices_of(loader, 0, step);
+        ASSERT_EQ(rows.size(), 2u) << "rank " << rank << ", step " << step;
+        seen.insert(seen.end(), rows.begin(), rows.end());
+      }
+    }
+    const auto order = vit::data::BatchLoader(tiny_dataset(), options(true)).order(0);
+    std::vector<int64_t> expected(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + 10);
+    if (drop_last) {
+      expected.resize(6);
+    } else {
+      expected.push_back(expected[0]);
+      expected.push_back(expected[1]);
+    }
+    std::sort(seen.begin(), seen.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(seen, expected) << "drop_last " << drop_last;
+  }
 }
 
 TEST(BatchLoader, BatchesArePureFunctionsOfSeedEpochAndStep) {

@@ -1,5 +1,6 @@
 #include "vit/data/stream_loader.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -189,6 +190,57 @@ TEST_F(StreamLoaderTest, JpegRegionsWithFlipsAreTheSameForOneWorkerAndThree) {
   }
   EXPECT_GT(flipped, 0);
   EXPECT_GT(kept, 0);
+}
+
+// data.drop_last false, batches of 10: the epoch's fifth batch holds the
+// order's last 8 images, so each of the 48 comes once an epoch, in the
+// in-memory path's order, for one worker or two.
+TEST_F(StreamLoaderTest, KeepingTheLastBatchEveryImageComesOnceAnEpoch) {
+  options_.batch_size = 10;
+  options_.drop_last = false;
+  for (const int64_t workers : {1, 2}) {
+    settings_.workers = workers;
+    const StreamLoader loader(split(), options_, settings_);
+    ASSERT_EQ(loader.batches_per_epoch(), 5);
+    EXPECT_EQ(loader.batch_rows(3), 10);
+    EXPECT_EQ(loader.batch_rows(4), 8);
+    std::vector<int64_t> seen;
+    for (int64_t step = 0; step < 5; ++step) {
+      const auto ids = identities(loader.batch_unnormalized(1, step));
+      EXPECT_EQ(static_cast<int64_t>(ids.size()), loader.batch_rows(step));
+      seen.insert(seen.end(), ids.begin(), ids.end());
+    }
+    EXPECT_EQ(seen, vit::data::epoch_order(kImages, options_.seed, 1)) << workers << " workers";
+  }
+}
+
+// Five ranks, a global batch of 10, keeping the last batch: the order is
+// padded to 50 with its first 2 images (torch's DistributedSampler), every
+// rank decodes 2 rows of each of the 5 batches, and together they read each
+// image, the 2 repeats besides.
+TEST_F(StreamLoaderTest, KeepingTheLastBatchRanksPadTheOrderAsDistributedSamplerDoes) {
+  options_.batch_size = 10;
+  options_.drop_last = false;
+  std::vector<int64_t> seen;
+  for (int64_t rank = 0; rank < 5; ++rank) {
+    auto o = options_;
+    o.shard_index = rank;
+    o.shard_count = 5;
+    const StreamLoader loader(split(), o, settings_);
+    ASSERT_EQ(loader.batches_per_epoch(), 5);
+    EXPECT_EQ(loader.size(), 10);
+    for (int64_t step = 0; step < 5; ++step) {
+      const auto ids = identities(loader.batch_unnormalized(0, step));
+      ASSERT_EQ(ids.size(), 2u) << "rank " << rank << ", step " << step;
+      seen.insert(seen.end(), ids.begin(), ids.end());
+    }
+  }
+  auto expected = vit::data::epoch_order(kImages, options_.seed, 0);
+  expected.push_back(expected[0]);
+  expected.push_back(expected[1]);
+  std::sort(seen.begin(), seen.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(seen, expected);
 }
 
 TEST_F(StreamLoaderTest, TwoRanksDecodeDisjointRowsOfEachGlobalBatch) {
@@ -392,6 +444,55 @@ TEST_F(ShardStreamTest, TwoRanksReadDisjointWholeShards) {
     }
   }
   EXPECT_EQ(mine[0].size() + mine[1].size(), 40u);  // no image twice
+}
+
+// Keeping the last batch (data.drop_last false) on shards: alone, batches of
+// 10 read all 48 samples, the last batch 8; on two ranks (28 and 20 samples,
+// 4 a step) both train 7 steps, as many as the larger share needs, and the
+// smaller rank repeats its first 8 samples, so every sample comes.
+TEST_F(ShardStreamTest, KeepingTheLastBatchEverySampleComesAndTheRanksKeepInStep) {
+  settings_.shuffle_buffer = 16;
+  options_.drop_last = false;
+  {
+    auto o = options_;
+    o.batch_size = 10;
+    const StreamLoader alone(shards_, o, settings_);
+    ASSERT_EQ(alone.batches_per_epoch(), 5);
+    EXPECT_EQ(alone.batch_rows(4), 8);
+    std::vector<int64_t> seen;
+    for (int64_t step = 0; step < 5; ++step) {
+      const auto ids = identities(alone.batch_unnormalized(0, step));
+      seen.insert(seen.end(), ids.begin(), ids.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<int64_t> all(kImages);
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(seen, all);
+  }
+  std::vector<int64_t> read[2];
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto o = options_;
+    o.shard_index = rank;
+    o.shard_count = 2;
+    const StreamLoader loader(shards_, o, settings_);
+    ASSERT_EQ(loader.batches_per_epoch(), 7) << "rank " << rank;
+    EXPECT_EQ(loader.size(), 28);
+    for (int64_t step = 0; step < 7; ++step) {
+      const auto ids = identities(loader.batch_unnormalized(0, step));
+      ASSERT_EQ(ids.size(), 4u);
+      read[rank].insert(read[rank].end(), ids.begin(), ids.end());
+    }
+  }
+  const std::set<int64_t> first(read[0].begin(), read[0].end());
+  const std::set<int64_t> second(read[1].begin(), read[1].end());
+  EXPECT_EQ(first.size(), 28u);   // shards 0, 2, 4, each sample once
+  EXPECT_EQ(second.size(), 20u);  // shards 1, 3, and 8 of them twice
+  std::set<int64_t> all = first;
+  all.insert(second.begin(), second.end());
+  EXPECT_EQ(all.size(), size_t(kImages));
+  // The repeats are the rank's epoch order from its start.
+  EXPECT_EQ(std::vector<int64_t>(read[1].begin() + 20, read[1].end()),
+            std::vector<int64_t>(read[1].begin(), read[1].begin() + 8));
 }
 
 TEST_F(ShardStreamTest, EvaluationReadsEveryShardInOrder) {

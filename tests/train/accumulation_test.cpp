@@ -107,6 +107,19 @@ TEST(GradientAccumulation, FourMicroBatchesOf16MoveTheWeightsAsOneBatchOf64) {
             0.5 * want[0].abs().max().item<double>());
 }
 
+// An epoch's last step, keeping the last partial batch (data.drop_last
+// false): 3 of the 4 micro-batches, the last with 10 images, move the weights
+// as one batch of 42, each micro-batch's loss weighed by its images.
+TEST(GradientAccumulation, AnEpochsPartialLastStepWeighsEachMicroBatchByItsImages) {
+  const auto whole = texture_batch();
+  const Config one = accumulation_config(1), four = accumulation_config(4);
+  const auto start = start_weights(one);
+  const auto want = one_step_changes(one, start, {rows(whole, 0, 42)});
+  expect_same_changes(
+      one_step_changes(four, start, {rows(whole, 0, 16), rows(whole, 16, 16), rows(whole, 32, 10)}),
+      want);
+}
+
 // Two ranks, each with its half of every micro-batch, average their
 // gradients once per optimizer step, and move the weights as one process
 // with the whole batch.

@@ -1,6 +1,7 @@
 // What does not fit: the weights' average (train.ema) against timm's
 // ModelEmaV3, and a run with the average, micro-batches and checkpointed
 // blocks that resumes to the same average and logs its memory.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -135,6 +136,27 @@ TEST_F(FittingTest, AResumedRunReachesTheSameAverage) {
   const auto summary = nlohmann::json::parse(file);
   EXPECT_TRUE(summary.at("best_weights") == "ema" || summary.at("best_weights") == "weights");
   EXPECT_GT(summary.at("peak_memory_mib").get<double>(), 1.0);
+}
+
+// 192 training images in micro-batches of 10, 2 a step: leaving the last
+// partial batch out (data.drop_last, the default) an epoch is 19 whole
+// micro-batches, 9 steps; keeping it, 20 micro-batches (the last of 2
+// images), 10 steps, the last of 12 images, and every image trains.
+TEST_F(FittingTest, KeepingTheLastBatchAnEpochTrainsEveryImage) {
+  for (const bool drop_last : {true, false}) {
+    Config c = testing::texture_config();
+    c.train.epochs = 1;
+    c.train.batch_size = 20;
+    c.train.accum_steps = 2;
+    c.data.drop_last = drop_last;
+    c.validate();
+    const std::string dir = run(drop_last ? "drop" : "keep");
+    Trainer trainer(c, testing::texture_splits(), c10::kCPU, dir);
+    EXPECT_EQ(trainer.fit().steps, drop_last ? 9 : 10);
+    const auto records = MetricsLog::read(dir + "/metrics.jsonl");
+    ASSERT_FALSE(records.empty());
+    EXPECT_TRUE(std::isfinite(records.back().train_loss));
+  }
 }
 
 TEST_F(FittingTest, ACheckpointWithoutAnAverageSaysSo) {

@@ -21,7 +21,8 @@ class Normalizer;
 
 struct LoaderOptions {
   int64_t batch_size = 128;
-  bool train = true;               // shuffle, augment, drop the last partial batch
+  bool train = true;               // shuffle and augment
+  bool drop_last = true;           // training: leave the last partial batch out
   uint64_t seed = 0;               // with the epoch, fixes the order and augmentation
   c10::Device device = c10::kCPU;  // where batches are made and returned
   std::vector<double> mean;        // per channel (or one value for all), [0, 1] pixels
@@ -29,7 +30,7 @@ struct LoaderOptions {
   AugmentConfig augment;           // used when train is true
   // Data parallelism (training only): batch_size is the global batch, which
   // every rank makes whole, with the order and augmentation draws of one
-  // process, keeping rows [B * index / count, B * (index + 1) / count).
+  // process, keeping its equal share of rows (data/epoch_order's rank_rows).
   int64_t shard_index = 0;
   int64_t shard_count = 1;
 };
@@ -45,13 +46,18 @@ class BatchLoader : public BatchSource {
   // match the channel count or the batch size is not positive.
   BatchLoader(const Dataset& data, LoaderOptions options);
 
-  int64_t batches_per_epoch() const override;  // training drops the last partial batch
+  // Training leaves the last partial batch out where options().drop_last says.
+  int64_t batches_per_epoch() const override;
   int64_t size() const override { return labels_.size(0); }
+  int64_t batch_rows(int64_t step) const override;
   const LoaderOptions& options() const override { return options_; }
 
   // The dataset indices in the order epoch `epoch` visits them: a seeded
-  // Fisher-Yates shuffle when training, 0..N-1 otherwise. int64 (N), CPU.
+  // Fisher-Yates shuffle when training, 0..N-1 otherwise; padded to a
+  // multiple of the ranks where training keeps its last batch under torchrun
+  // (data/epoch_order's padded_for_ranks). int64 (order_length()), CPU.
   at::Tensor order(int64_t epoch) const;
+  int64_t order_length() const;
 
   // Batch `step` (0-based) of epoch `epoch`; any (epoch, step) in any order.
   // This rank's slice of it when sharded.
@@ -66,6 +72,7 @@ class BatchLoader : public BatchSource {
   // The batch after augmentation: uint8 when only crop/flip ran, else float in [0, 1].
   Batch assemble(int64_t epoch, int64_t step) const;
   Batch shard(Batch batch) const;  // this rank's rows of a global batch
+  bool pads_for_ranks() const;
 
   LoaderOptions options_;
   at::Tensor images_;  // uint8 (N, C, S, S) on the device

@@ -31,8 +31,12 @@ class BatchSource {
   virtual ~BatchSource() = default;
 
   virtual const LoaderOptions& options() const = 0;
-  // Training drops the last partial batch; evaluation keeps it.
+  // Evaluation keeps the last partial batch; training where
+  // options().drop_last is false.
   virtual int64_t batches_per_epoch() const = 0;
+  // The images this process reads in batch `step`: fewer in an epoch's last
+  // batch where it is partial.
+  virtual int64_t batch_rows(int64_t step) const = 0;
   // The images an epoch reads in this process (its share under torchrun).
   virtual int64_t size() const = 0;
 

@@ -19,8 +19,9 @@
 // - Under torchrun (training): files: each rank decodes its rows of every
 //   global batch, as the in-memory path keeps them, so each image is read
 //   once per epoch across the ranks; shards: each rank reads whole shards
-//   (rank r the shards r, r + world, ...), and an epoch is as many steps as
-//   the rank with the fewest samples fills.
+//   (balanced by their sample counts), and an epoch is as many steps as the
+//   rank with the fewest samples fills, or keeping the last batch
+//   (data.drop_last false) the most, the others repeating samples.
 // Key: B images, C channels, S x S pixels.
 #include <atomic>
 #include <cstdint>
@@ -72,6 +73,7 @@ class StreamLoader : public BatchSource {
   const LoaderOptions& options() const override { return options_; }
   int64_t batches_per_epoch() const override { return batches_per_epoch_; }
   int64_t size() const override { return size_; }
+  int64_t batch_rows(int64_t step) const override;
   Batch batch(int64_t epoch, int64_t step) const override;
   Batch batch_unnormalized(int64_t epoch, int64_t step) const override;
   std::optional<PipelineBytes> pipeline_bytes() const override;
@@ -92,11 +94,18 @@ class StreamLoader : public BatchSource {
   struct Ready;    // a decoded batch, uint8 on the CPU
   Ready next_ready(int64_t epoch, int64_t step) const;
   Batch assemble(int64_t epoch, int64_t step) const;
+  void plan_files();
+  void plan_shards();
 
   StreamedSplit split_;
   LoaderOptions options_;
   StreamSettings settings_;
   std::vector<size_t> my_shards_;  // shards, training: the indices this rank reads
+  int64_t my_samples_ = 0;         // shards, training: the samples of my_shards_
+  // The entries of a training epoch's order: files, all ranks' (padded to a
+  // multiple of the ranks where the last batch is kept); shards, this rank's
+  // (padded by repeats to the most any rank has where the last batch is kept).
+  int64_t epoch_rows_ = 0;
   int64_t local_batch_ = 0;
   int64_t batches_per_epoch_ = 0;
   int64_t size_ = 0;

@@ -42,14 +42,17 @@ class TrainingStep {
   TrainingStep& operator=(const TrainingStep&) = delete;
 
   // Step `step` (0-based, of the whole run) at learning rate `lr`, on the
-  // micro-batches of one optimizer step (train.accum_steps of them, of equal
-  // size): their gradients add up to the whole batch's mean loss's.
+  // micro-batches of one optimizer step (train.accum_steps of them, fewer or
+  // smaller at an epoch's end): their gradients add up to the gradient of
+  // the mean loss over all their images.
   void run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step);
   // The same, asking `micro_batch` for micro-batch 0 .. count - 1 as the step
   // reaches it, so that eagerly one micro-batch's images are held at a time
-  // (a CUDA graph copies them all into its buffers first).
+  // (a CUDA graph copies them all into its buffers first). `images`: the
+  // step's images in all, where an epoch's last step has fewer or smaller
+  // micro-batches (each loss then weighs by its images); 0: count equal ones.
   void run(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count, double lr,
-           int64_t step);
+           int64_t step, int64_t images = 0);
   // Replays the step from a CUDA graph from now on (after its eager warm-up
   // steps), where train.cuda_graph asks for it on a CUDA device and nothing
   // rules it out (the log says what did).
@@ -65,7 +68,8 @@ class TrainingStep {
  private:
   void eager(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count);
   // Micro-batch `index` of `count`: its forward and backward pass, its loss
-  // divided by `count`; returns its loss (undivided, detached) and its logits.
+  // divided by `count` (by the step's images over its own, for an epoch's
+  // last step); returns its loss (undivided, detached) and its logits.
   std::pair<at::Tensor, at::Tensor> forward_backward(const data::Batch& batch, int64_t index,
                                                      int64_t count);
 
@@ -74,7 +78,8 @@ class TrainingStep {
   c10::Device device_;
   ProcessGroup* group_;
   double label_smoothing_, grad_clip_;
-  int64_t bucket_bytes_;  // train.dist_bucket_mb
+  int64_t bucket_bytes_;     // train.dist_bucket_mb
+  int64_t step_images_ = 0;  // the running step's images, where run() was given them
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<WeightMirror> weight_mirror_;  // bf16/fp16 training only
   bool bf16_end_to_end_ = false;                 // no autocast: the mirror holds every parameter
