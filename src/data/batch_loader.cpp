@@ -70,6 +70,7 @@ int64_t BatchLoader::batches_per_epoch() const {
   return options_.train ? size() / b : (size() + b - 1) / b;
 }
 
+// A seeded Fisher-Yates shuffle when training, 0..N-1 otherwise.
 at::Tensor BatchLoader::order(int64_t epoch) const {
   std::vector<int64_t> order(size());
   if (options_.train) {

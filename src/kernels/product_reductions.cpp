@@ -158,6 +158,8 @@ torch::Tensor preset_gradient(const torch::Tensor& parameter, const torch::Tenso
   return grad;
 }
 
+// A preset weight gradient takes the product in place (cuBLAS's beta = 1, the same
+// sum at no cost), so that autograd adds nothing there in a pass of its own.
 LinearGradients linear_input_and_weight_gradients(const torch::Tensor& dy_rows,
                                                   const torch::Tensor& x,
                                                   const torch::Tensor& weight, bool want_dx,

@@ -45,7 +45,8 @@ PatchingResult activation_patching(VisionTransformer& model, const at::Tensor& c
                                    const at::Tensor& corrupt, const at::Tensor& clean_labels,
                                    const at::Tensor& corrupt_labels, PatchMethod method);
 
-// Of two tensors' entries (same count, at least 2); NaN when either is constant.
+// Pearson's r of two tensors' entries (same count, at least 2); NaN when either is
+// constant.
 double pearson_correlation(const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace vit
