@@ -82,6 +82,8 @@ void write_bytes(const std::string& path, const void* data, size_t size) {
   file.close();
 }
 
+// The temporary file's name is unique to the process and the call; on failure it is
+// removed.
 void write_atomically(const std::string& path,
                       const std::function<void(const std::string&)>& write) {
   const fs::path target(path);

@@ -81,6 +81,9 @@ std::optional<int64_t> peak_gpu_memory_bytes(c10::Device device) {
 #endif
 }
 
+// To a GPU the copy goes through pinned memory and does not wait for it, so the
+// host never blocks on the GPU's queue (a plain copy from pageable memory does); the
+// pinned buffer stays alive until the copy has run.
 at::Tensor to_device(const at::Tensor& host, c10::Device device) {
   if (!device.is_cuda()) return host.to(device);
   return host.pin_memory().to(device, /*non_blocking=*/true);

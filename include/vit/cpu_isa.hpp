@@ -1,11 +1,8 @@
 #pragma once
-// What this CPU's vector units can do, detected in one place: the own
-// kernels (kernels/) pick their instruction set from it, and
-// train.precision "auto" picks bf16 only where the CPU computes it natively.
-//
-// VIT_CPU_ISA caps what vit itself may use, so that one machine can test the
-// paths of a lesser one (as ATEN_CPU_CAPABILITY does for ATen and
-// ONEDNN_MAX_CPU_ISA for oneDNN; those two stay separate settings).
+// What this CPU's vector units can do, detected in one place, for the own kernels
+// and train.precision "auto". VIT_CPU_ISA caps what vit itself may use, so that one
+// machine can test the paths of a lesser one (ATEN_CPU_CAPABILITY and
+// ONEDNN_MAX_CPU_ISA stay separate settings).
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,23 +29,19 @@ struct EnumNames<CpuIsa> {
                                                              {CpuIsa::kAmx, "amx"}};
 };
 
-// "baseline", "avx2", "avx512", "avx512_bf16", "amx".
 const char* cpu_isa_name(CpuIsa isa);
 
 // What the hardware and the operating system support, uncapped.
 CpuIsa detected_cpu_isa();
 
-// The ISA a cap allows on a CPU with `detected`: the lower of the two. The cap
-// is VIT_CPU_ISA's text: "avx512", "avx2" or "baseline"; unset or empty means
-// no cap. Throws vit::Error for any other text.
+// The lower of `detected` and the cap, VIT_CPU_ISA's text: "avx512", "avx2" or
+// "baseline"; unset or empty: no cap. Throws vit::Error for any other text.
 CpuIsa capped_cpu_isa(CpuIsa detected, const std::optional<std::string>& cap);
 
-// detected_cpu_isa() capped by VIT_CPU_ISA, computed once. Throws vit::Error
-// when VIT_CPU_ISA holds something else (every command checks it first).
+// detected_cpu_isa() capped by VIT_CPU_ISA, computed once; throws as capped_cpu_isa.
 CpuIsa cpu_isa();
 
-// Whether a CPU at `isa` multiplies bf16 in hardware (AVX512_BF16 or AMX);
-// elsewhere LibTorch emulates bf16 products, many times slower than fp32.
+// Elsewhere LibTorch emulates bf16 products, many times slower than fp32.
 inline bool cpu_computes_bf16(CpuIsa isa) {
   return isa >= CpuIsa::kAvx512Bf16;
 }

@@ -38,6 +38,7 @@ at::Tensor cka_matrix(const std::vector<at::Tensor>& rows, const std::vector<at:
   return matrix;
 }
 
+// The Gram form keeps memory at (n, n) per layer whatever the width.
 std::vector<at::Tensor> layer_grams(VisionTransformer& model, const ImageBatches& images,
                                     int64_t budget_bytes) {
   const ModelConfig& m = model->config();

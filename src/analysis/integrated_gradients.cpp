@@ -31,7 +31,8 @@ at::Tensor chosen_logits(VisionTransformer& model, const at::Tensor& x, const at
 
 // The roots of the Legendre polynomial P_n by Newton's method from
 // Tricomi's estimates, two at a time by symmetry, and the weights
-// 2 / ((1 - z^2) P_n'(z)^2); then moved from [-1, 1] to [0, 1].
+// 2 / ((1 - z^2) P_n'(z)^2); then moved from [-1, 1] to [0, 1], as Captum's
+// "gausslegendre" moves numpy's leggauss.
 QuadratureRule gauss_legendre(int64_t n) {
   if (n < 1) throw Error(fmt::format("Gauss-Legendre rule of {} points, expected at least 1", n));
   QuadratureRule rule{std::vector<double>(n), std::vector<double>(n)};

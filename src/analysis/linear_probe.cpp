@@ -46,6 +46,7 @@ std::vector<at::Tensor> pooled_layers(VisionTransformer& model, const ImageBatch
   return layers;
 }
 
+// L-BFGS in float64, from zero weights.
 LinearProbe fit_linear_probe(const at::Tensor& features, const at::Tensor& labels, int64_t classes,
                              double l2) {
   check_probe_inputs(features, labels, classes, l2);

@@ -63,6 +63,7 @@ void summarize(TokenNormSummary& summary, const at::Tensor& norms, double patch_
 
 }  // namespace
 
+// The final norm, the pooling and the head on every layer.
 std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStream& stream) {
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> logits;

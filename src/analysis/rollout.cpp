@@ -184,6 +184,7 @@ AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentio
   return shape;
 }
 
+// One pass over each tensor and a single device sync for the list.
 void check_attention_values(const std::vector<torch::Tensor>& attentions,
                             const std::string& where) {
   std::vector<torch::Tensor> flags;

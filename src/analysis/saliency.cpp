@@ -55,6 +55,11 @@ at::Tensor pixel_map(SaliencyMethod method, const at::Tensor& x, const at::Tenso
 
 }  // namespace
 
+// A_bar multiplies from the left, as in the paper (vit-explain's gradient rollout
+// multiplies the other way, its issue #6). The map is read from R_L - I: what
+// attention added to each token. For the class token's row that is R's own row
+// (its patch columns hold no identity); for the mean of the patch rows, the identity
+// would add the same 1/g^2 to every patch and drown the signal on a mean-pooled model.
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients, RolloutSource source,
                             int64_t prefix_tokens) {
@@ -106,6 +111,8 @@ Saliency averaged_saliency(VisionTransformer& model, const at::Tensor& inputs,
 
 }  // namespace
 
+// Eval mode, so images do not interact. The gradients come from torch::autograd::grad
+// on the input and on the attention tensors forward_with_attention returns (no hooks).
 Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, SaliencyMethod method,
                           const at::Tensor& classes, RolloutSource source,
                           const GradientAveraging& averaging) {

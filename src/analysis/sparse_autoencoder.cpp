@@ -100,6 +100,9 @@ at::Tensor SparseAutoencoder::decode(const at::Tensor& z) const {
   return torch::addmm(b_dec, z, W_dec);  // (n, D)
 }
 
+// A dead feature's decoder row and encoder column are set along the worst
+// reconstructed tokens' residuals, its encoder bias to 0. Plain SGD's step size,
+// unlike Adam's first steps, follows the gradient's scale.
 SaeTrainingReport train_sae(SparseAutoencoder& sae, const at::Tensor& tokens,
                             const SaeTraining& training) {
   check_tokens(sae, tokens, "sparse autoencoder training");

@@ -1,9 +1,6 @@
 #pragma once
-// Private to the config's units: the one table of config fields, and what the
-// units built on it share. config.cpp names the settings' values; config_json.cpp
-// reads and writes JSON and --set; config_validation.cpp checks the values;
-// config_suggestions.cpp knows the keys and finds the closest one to a typo;
-// config_reference.cpp writes the reference (vit config --reference).
+// Private to the config's units (config.cpp, json.cpp, validation.cpp,
+// suggestions.cpp, reference.cpp): the one table of config fields, and what they share.
 #include <optional>
 #include <set>
 #include <string>
@@ -43,10 +40,9 @@ json json_of(const T& value) {
   }
 }
 
-// The single list of config fields: (dotted path, member, meaning). Reading,
-// writing, overrides, the unknown-key check and the reference (vit config
-// --reference, docs/config.md) all walk this list, so a new field is one
-// entry here.
+// The single list of config fields: (dotted path, member, meaning). Reading, writing,
+// overrides, the unknown-key check and the reference (docs/config.md) all walk this
+// list, so a new field is one entry here.
 template <class C, class F>
 void for_each_field(C& c, F&& f) {
   f("name", c.name, "run name; run folders are runs/NAME-TIMESTAMP");
@@ -270,7 +266,7 @@ void for_each_field(C& c, F&& f) {
     "attention distance: renormalise each row after dropping the class token");
 }
 
-// config_suggestions.cpp: every field's dotted path, in the table's order.
+// suggestions.cpp: every field's dotted path, in the table's order.
 std::vector<std::string> known_paths();
 // Every dotted prefix of a field path: "model", "data", "data.augment", ...
 std::set<std::string> section_paths();

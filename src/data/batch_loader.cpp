@@ -85,6 +85,7 @@ int64_t BatchLoader::order_length() const {
   return pads_for_ranks() ? (n + ranks - 1) / ranks * ranks : n;
 }
 
+// A seeded Fisher-Yates shuffle when training, 0..N-1 otherwise.
 at::Tensor BatchLoader::order(int64_t epoch) const {
   std::vector<int64_t> order(size());
   if (options_.train) {

@@ -118,6 +118,8 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   return names;
 }
 
+// A pattern that matches no file at all says so ("matches nothing under ROOT");
+// `key` also opens expand_braces' errors.
 std::vector<fs::path> shard_files(const std::string& pattern, const fs::path& root,
                                   const std::string& key) {
   std::vector<std::string> names;

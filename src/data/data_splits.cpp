@@ -266,6 +266,9 @@ std::string mib_text(int64_t bytes) {
 
 }  // namespace
 
+// "auto" streams for webdataset, for a random resized crop (it needs the original
+// images), and for an image folder or Tiny-ImageNet whose decoded images would
+// exceed data.memory_budget_mb (0: a quarter of the machine's memory).
 StreamChoice choose_stream(const Config& config, int64_t listed_images) {
   const auto& d = config.data;
   if (d.dataset == DatasetKind::kWebdataset) return {true, "webdataset shards are always streamed"};
@@ -317,6 +320,8 @@ ValidationSource validation_source(const DataConfig& data) {
                                                              : ValidationSource::kHoldout;
 }
 
+// The limits take a seeded stratified subset, not the first N: some layouts are
+// sorted by class.
 DataSplits load_data(const Config& config) {
   const auto start = std::chrono::steady_clock::now();
   const auto& d = config.data;

@@ -1,3 +1,12 @@
+// File layout (version 1; native byte order, marked so another order is refused):
+//   "VITCACHE" | u32 version | u32 0x01020304 | u64 source files | u64 source hash
+//   | split train | split test | u64 skipped count, then each as a string
+//   | u32 CRC-32 of everything after the magic | "ENDCACHE"
+//   split  = i64 N, C, H, W | u64 class count, then each name as a string
+//            | i64 labels[N] | u8 pixels[N*C*H*W]
+//   string = u64 length | bytes
+// Every length is checked against the bytes left before it is trusted. A damaged
+// file (bad magic, version, truncation, checksum) reads as no cache.
 #include "vit/data/image_cache.hpp"
 
 #include <cstdio>

@@ -17,6 +17,10 @@ double uniform_between(Rng& rng, double low, double high) {
 
 }  // namespace
 
+// Up to ten tries of an area share uniform in `scale` and an aspect ratio
+// log-uniform in `ratio`, the sides rounded, until the box fits; then its corner
+// uniform over the places it fits. After ten misses, the centred box of the whole
+// image clamped to the ratio range.
 CropBox random_resized_crop_box(int64_t height, int64_t width, const RandomResizedCrop& crop,
                                 Rng& rng) {
   const double area = double(height) * double(width);
@@ -55,6 +59,9 @@ io::CropResizePlan random_resized_crop_plan(int64_t height, int64_t width, int64
   return plan;
 }
 
+// The shorter side resized to floor(S / crop_pct), the longer in proportion
+// (truncated, as torchvision does), then the centre S x S window (its corner rounded
+// half to even, as Python's round()).
 io::CropResizePlan center_crop_plan(int64_t height, int64_t width, int64_t side, double crop_pct) {
   const auto resized_short = static_cast<int64_t>(std::floor(double(side) / crop_pct));
   const bool tall = height >= width;

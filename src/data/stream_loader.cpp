@@ -1,3 +1,12 @@
+// On CUDA the batches are handed over as uint8 in pinned memory, copied without
+// blocking, and normalised on the GPU; on the CPU the workers normalise too, unless
+// the batch stage needs the pixels. Bounded memory: data.prefetch_batches, and for
+// shards data.shuffle_buffer encoded samples, at most data.shuffle_buffer_mb of them.
+// The order of files is data/epoch_order's, the in-memory path's; shards take the
+// epoch's shard order and shuffle buffer. A resumed shard stream reads, without
+// decoding, up to its sample. Under torchrun each rank decodes its rows of a global
+// batch, as the in-memory path keeps them, so each image is read once per epoch
+// across the ranks (twice for the few that pad a kept last batch).
 #include "vit/data/stream_loader.hpp"
 
 #include <algorithm>

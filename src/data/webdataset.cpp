@@ -390,6 +390,9 @@ int64_t count_shard_samples(const fs::path& shard, const ShardOptions& options) 
   return samples;
 }
 
+// Each shard is a plain tar (ustar, pax where a name needs it) with mtime 0 and no
+// newline after a .cls label, so the same inputs give the same bytes. It is written
+// to a temporary file and renamed when complete (write_atomically).
 std::string write_shards(const std::vector<ShardInput>& inputs, const fs::path& dir,
                          const std::string& prefix, int64_t per_shard,
                          const std::function<void(int64_t)>& progress) {

@@ -1,7 +1,6 @@
 #pragma once
-// Private to src/io: text, colours and small shapes shared by the grid, plot
-// and confusion renderers. Canvases are CV_8UC3 in RGB order, so every
-// cv::Scalar here is (R, G, B).
+// Private to src/io: text, colours and small shapes shared by the renderers.
+// Canvases are CV_8UC3 in RGB order, so every cv::Scalar here is (R, G, B).
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,15 +9,13 @@
 
 namespace vit::io::detail {
 
-// A Hershey font at a given scale. Thickness 1 with anti-aliasing stays crisp
-// down to scale ~0.35 (about 8 px capitals).
+// A Hershey font; thickness 1 with anti-aliasing stays crisp down to scale ~0.35.
 struct Font {
   double scale = 0.5;
   int thickness = 1;
   int face = 0;  // cv::FONT_HERSHEY_SIMPLEX
 };
 
-// The figures' type sizes: titles, axis labels and tick labels.
 inline const Font kTitleFont{/*scale=*/0.6};
 inline const Font kLabelFont{/*scale=*/0.5};
 inline const Font kTickFont{/*scale=*/0.45};
@@ -30,38 +27,32 @@ const cv::Scalar kWhite(255, 255, 255);
 const cv::Scalar kDarkGray(60, 60, 60);
 const cv::Scalar kLightGray(225, 225, 225);
 
-// Width of the drawn text and the height of a line that holds it (ascent plus
-// descent), in pixels.
+// In pixels; a line's height is its ascent plus descent.
 int text_width(const std::string& text, const Font& font);
 int line_height(const Font& font);
 
-// Draws one line whose box starts at `top` (not the baseline); x is the left
-// edge, centre or right edge per `align`.
+// One line whose box starts at `top` (not the baseline); x per `align`.
 void put_text(cv::Mat& canvas, const std::string& text, int x, int top, const Font& font,
               const cv::Scalar& color, Align align = Align::kLeft);
 
-// Draws text turned 90 degrees counter-clockwise (read bottom to top), centred
-// on (cx, cy); used for y-axis labels.
+// Text turned 90 degrees counter-clockwise, centred on (cx, cy): y-axis labels.
 void put_text_vertical(cv::Mat& canvas, const std::string& text, int cx, int cy, const Font& font,
                        const cv::Scalar& color);
 
-// Lays `text` out in at most `max_lines` lines no wider than `max_width`: first
-// by shrinking the font from `font.scale` towards `min_scale`, then by wrapping
-// at spaces, and last by cutting words with "..". Explicit '\n' always breaks.
-// Returns the lines and sets `font` to the scale used.
+// Lays `text` out in at most `max_lines` lines no wider than `max_width`: shrinking
+// the font towards `min_scale`, then wrapping at spaces, last cutting words with
+// "..". '\n' always breaks. Returns the lines and sets `font` to the scale used.
 std::vector<std::string> fit_text(const std::string& text, int max_width, int max_lines,
                                   double min_scale, Font& font);
 
-// The shrink and wrap steps of fit_text alone: nullopt when the text does not
-// fit without cutting.
+// fit_text without cutting: nullopt when the text does not fit.
 std::optional<std::vector<std::string>> try_fit(const std::string& text, int max_width,
                                                 int max_lines, double min_scale, Font& font);
 
 // Cuts `text` with ".." until it is at most max_width wide ("" if nothing fits).
 std::string truncate_text(const std::string& text, int max_width, const Font& font);
 
-// Matplotlib's tab10 qualitative palette, cycling.
-cv::Scalar palette_color(int index);
+cv::Scalar palette_color(int index);  // Matplotlib's tab10, cycling
 
 // Filled marker: 0 circle, 1 square, 2 triangle, 3 diamond (cycling).
 void draw_marker(cv::Mat& canvas, cv::Point2d center, int shape, int radius,

@@ -1,3 +1,5 @@
+// OpenCV stays inside src/io, so callers never see cv::Mat. Nothing here calls
+// cv::setNumThreads or keeps a cache, so decoding and resizing are thread-safe.
 #include "vit/io/image_io.hpp"
 
 #include <fstream>

@@ -1,9 +1,7 @@
 #pragma once
-// Private to src/io: the size an encoded image claims in its header, read
-// before any decoder sees the bytes. A header of a few bytes may claim any
-// size, and OpenCV's codecs allocate the whole image before they find that
-// the data runs out; decode_mat refuses such files first (a fuzzing finding:
-// 231 bytes that made OpenCV allocate 2 GB).
+// Private to src/io: the size an encoded image claims in its header, read before any
+// decoder sees the bytes, since OpenCV's codecs allocate the whole claimed image
+// before they find that the data runs out.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -13,8 +11,7 @@
 
 namespace vit::io::detail {
 
-// The most pixels an image may claim: 16384 x 16384, far above any
-// photograph a model reads.
+// The most pixels an image may claim: 16384 x 16384.
 constexpr int64_t kMaxDecodedPixels = int64_t{1} << 28;
 
 // The most memory a decoder may hold besides the pixels: libjpeg's
@@ -27,9 +24,8 @@ struct ImageSize {
   int64_t decoder_bytes = 0;  // held by the decoder besides the pixels, where known
 };
 
-// The width and height stored in the header of a JPEG, PNG, BMP, WebP, TIFF
-// or PNM (PBM, PGM, PPM) file; nullopt for other bytes and for a header
-// that is cut short or damaged. Every read is bounds-checked.
+// From a JPEG, PNG, BMP, WebP, TIFF or PNM header; nullopt for other bytes and for a
+// header that is cut short or damaged.
 std::optional<ImageSize> read_image_size(const uint8_t* data, size_t size);
 // What a JPEG's header (read already) claims.
 ImageSize claimed_size(const JpegHeader& jpeg);

@@ -1,3 +1,6 @@
+// The streamed pipeline needs a JPEG's size before decoding, to choose a crop and
+// with it a DCT scale (data/stream_loader, io/planned_decode). Every offset is
+// checked; a frame header needs a non-zero size and valid sampling factors.
 #include "vit/io/jpeg_header.hpp"
 
 #include <algorithm>

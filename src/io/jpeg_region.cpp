@@ -1,3 +1,8 @@
+// OpenCV (4.6) decodes the whole image and then swaps it to BGR in a scalar loop;
+// for a random resized crop of a photograph, most of that work is thrown away. Here
+// libjpeg skips the rows above and below the region (jpeg_skip_scanlines) and
+// decodes only the iMCU columns it spans (jpeg_crop_scanline), at a DCT scale of
+// 1/2, 1/4 or 1/8 where the crop allows.
 #include "jpeg_region.hpp"
 
 // libjpeg's header needs size_t and FILE declared first.

@@ -1,12 +1,7 @@
 #pragma once
 // Private to src/io: a region of a JPEG decoded with libjpeg-turbo's partial
-// decoding, for io/planned_decode. OpenCV (4.6) decodes the whole image and
-// then swaps it to BGR in a scalar loop; for a random resized crop of a
-// photograph, most of that work is thrown away. Here libjpeg skips the rows
-// above and below the region (jpeg_skip_scanlines), decodes only the iMCU
-// columns it spans (jpeg_crop_scanline), at a DCT scale of 1/2, 1/4 or 1/8
-// where the crop allows, straight into RGB (or gray: JPEG's own luma) rows in
-// a buffer that each thread keeps.
+// decoding, for io/planned_decode, straight into RGB (or gray: JPEG's own luma)
+// rows in a buffer that each thread keeps.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -24,17 +19,16 @@ struct JpegRegion {
   int scaled_height = 0;
 };
 
-// Rows [top, bottom) and columns [left, right) of the stored (not EXIF
-// rotated) image, in its full-size pixels, decoded at 1/denominator
-// (1, 2, 4 or 8). nullopt for JPEGs libjpeg cannot give as RGB or gray (CMYK,
-// YCCK). Throws vit::Error naming `name` for a corrupt or truncated file.
+// Rows [top, bottom) and columns [left, right) of the stored (not EXIF rotated)
+// image, in full-size pixels, decoded at 1/denominator (1, 2, 4 or 8). nullopt for
+// CMYK and YCCK. Throws vit::Error naming `name` for a corrupt or truncated file.
 // `pixels` points into a buffer of the calling thread, valid until its next call.
 std::optional<JpegRegion> decode_jpeg_region(const uint8_t* data, size_t size, int channels,
                                              int denominator, int top, int left, int bottom,
                                              int right, const std::string& name);
 
-// The bytes the calling thread keeps for the next region: at most 16 MiB
-// after a region that needed no more, whatever came before it.
+// The bytes the calling thread keeps: at most 16 MiB after a region that needed no
+// more, whatever came before it.
 size_t kept_region_bytes();
 
 }  // namespace vit::io::detail

@@ -1,3 +1,9 @@
+// The plan comes from data/image_transform (torchvision's RandomResizedCrop, or
+// timm's resize-and-centre-crop). A JPEG whose header gives its size is decoded at
+// a reduced scale through libjpeg's DCT scaling (OpenCV's IMREAD_REDUCED_*), so the
+// resize still only shrinks (INTER_AREA, which antialiases); that skips most of the
+// decoding of a photograph much larger than the model's input. The thread's kept
+// bytes are a JPEG region's rows.
 #include "vit/io/planned_decode.hpp"
 
 #include <algorithm>

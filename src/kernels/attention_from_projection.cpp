@@ -1,3 +1,12 @@
+// The AMX kernel runs one (batch, head) at a time: each head's rows are packed for
+// AMX's tiles straight from the projection with the bias added, the five products
+// run on the tiles with the scores and the softmax in the thread's scratch, and
+// outputs and gradients (the bias's summed) go straight into the merged and the
+// projection's layouts. Why: LibTorch runs these small products slowly and writes
+// heads, scores and probabilities to memory between passes (measured:
+// docs/benchmarks.md, "Why the own kernels"). bf16 results are rounded by
+// vcvtneps2bf16. The model asks attention_from_projection_will_use_own_kernel before
+// the projection, so that it splits the heads itself where the kernel will not run.
 #include "vit/kernels/attention_from_projection.hpp"
 
 #include <ATen/Parallel.h>

@@ -1,3 +1,13 @@
+// Our kernel (kernels/simd/gelu.inc, compiled for AVX2 and AVX-512) because
+// torch::gelu is slower, its fp32 backward above all (measured: docs/benchmarks.md,
+// "Why the own kernels").
+//
+// gelu_with_bias adds the bias, takes the GELU and, backward, sums the bias's
+// gradient in the passes that already read h, instead of LibTorch's addmm copying
+// the bias into every row first and a sum over the rows after. For the backward the
+// forward keeps the slope gelu'(h + bias) in h's dtype instead of h, so the backward
+// multiplies instead of computing the erf again; in bf16 the gradient is then
+// rounded twice (the slope, the product).
 #include "vit/kernels/gelu.hpp"
 
 #include <utility>

@@ -1,3 +1,13 @@
+// One kernel each way:
+// - forward, one pass over x and y that writes z, n and each row's mean and rstd;
+// - backward, one pass over dn, dz and z that writes dx (the stream's dz plus the
+//   norm's x gradient, which is also y's) and sums the norm's weight and bias
+//   gradients on the way.
+// Apart, LibTorch's ops ran the add, a LayerNorm forward well below the GPU's memory
+// speed on rows of 384, the norm's x gradient, a second pass over dy and x for the
+// parameter gradients (kernels/product_reductions), and autograd's add of z's two
+// gradients: five passes over memory where two suffice (measured:
+// docs/benchmarks.md, "Where the step goes").
 #include "vit/kernels/gpu_residual_norm.hpp"
 
 #include <ATen/record_function.h>

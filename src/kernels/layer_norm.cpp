@@ -1,3 +1,8 @@
+// Our kernel (kernels/simd/layer_norm.inc, compiled for AVX2 and AVX-512), forward
+// and backward. Writing bf16 directly serves a LayerNorm that feeds a bf16 matrix
+// product: LibTorch would write fp32 and autocast would then cast it, and cast the
+// gradient back, in two more passes (measured: docs/benchmarks.md, "Why the own
+// kernels"). layer_norm_for_linear's bf16 is what autocast would cast to anyway.
 #include "vit/kernels/layer_norm.hpp"
 
 #include <ATen/Parallel.h>

@@ -1,3 +1,8 @@
+// Debian's LibTorch runs fp32 matrix products through OpenBLAS, and it links oneDNN
+// too, for bf16 and convolutions. On the job's shapes oneDNN's sgemm is faster than
+// OpenBLAS, and fp32 training is mostly these products (measured:
+// docs/benchmarks.md, "Why the own kernels"). VIT_WITH_ONEDNN_SGEMM is set where
+// LibTorch itself links the system's libdnnl; pip's LibTorch brings MKL instead.
 #include "vit/kernels/linear.hpp"
 
 #include <ATen/record_function.h>

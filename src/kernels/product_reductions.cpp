@@ -1,3 +1,21 @@
+// LibTorch's LayerNorm GammaBetaBackward runs far below the GPU's memory speed on
+// this job's shapes.
+// - LayerNorm (where kernels/gpu_residual_norm does not take its rows) is LibTorch's
+//   forward, with its affine part, and LibTorch's backward for x's gradient alone.
+//   The weight's and bias's gradients, sum dy (x - mean) rstd and sum dy over the
+//   rows, come from one pass over dy and x
+//   (kernels/cuda/layer_norm_parameter_gradients.cu), summed in fp32. (Before, the
+//   normalized x was kept, the affine part applied in a pass of its own, the weight's
+//   gradient taken as the diagonal of dy^T x_hat, and x's gradient rescaled by rstd
+//   in another pass.)
+// - A linear layer is LibTorch's linear forward, and its backward's bias gradient is
+//   1^T dy, a matrix product, which cuBLAS runs near memory speed. Where the weight
+//   or bias has a gradient buffer already (the weight mirror's slices of one flat
+//   vector, train/weight_mirror), the product adds into it (beta = 1) and hands
+//   autograd no gradient, which it would otherwise add there in a kernel of its own.
+// The model takes these on CUDA for bf16 and fp16 tensors outside autocast
+// (train.bf16_activations); since they run on any device, the CPU tests check them
+// against LibTorch.
 #include "vit/kernels/product_reductions.hpp"
 
 #include <torch/autograd.h>
@@ -140,6 +158,8 @@ torch::Tensor preset_gradient(const torch::Tensor& parameter, const torch::Tenso
   return grad;
 }
 
+// A preset weight gradient takes the product in place (cuBLAS's beta = 1, the same
+// sum at no cost), so that autograd adds nothing there in a pass of its own.
 LinearGradients linear_input_and_weight_gradients(const torch::Tensor& dy_rows,
                                                   const torch::Tensor& x,
                                                   const torch::Tensor& weight, bool want_dx,

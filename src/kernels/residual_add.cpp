@@ -1,3 +1,8 @@
+// LibTorch's addmm starts by copying the bias into every row of its output, one
+// pass; under bf16 autocast the residual add then widens the product to fp32, a
+// second pass, before adding, a third; backward, autograd narrows the gradient to
+// bf16 and sums it over the rows for the bias in two more. Our kernel
+// (kernels/simd/residual.inc) does each direction in one pass.
 #include "vit/kernels/residual_add.hpp"
 
 #include <ATen/Parallel.h>

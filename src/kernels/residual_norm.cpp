@@ -1,3 +1,8 @@
+// Apart, the norm reads z back from memory after the residual wrote it, and backward
+// autograd adds the norm's gradient of z to the one the residual stream holds (a
+// pass over three fp32 tensors) before the residual's backward reads the sum again.
+// Our kernel (kernels/simd/residual_norm.inc) does each direction in one pass over
+// each row, with the same arithmetic as the two kernels.
 #include "vit/kernels/residual_norm.hpp"
 
 #include <ATen/Parallel.h>

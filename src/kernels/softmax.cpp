@@ -1,3 +1,9 @@
+// Our kernel (kernels/simd/softmax.inc), forward and backward, folds in the scale
+// and the casts: LibTorch takes a pass for the scale, one to widen bf16 scores to
+// fp32, one for the softmax, one to narrow the probabilities to bf16 for the next
+// product, and the same again backward. LibTorch 1.13's fp32 softmax is also slow on
+// short rows such as the attention's (measured: docs/benchmarks.md, "Why the own
+// kernels").
 #include "vit/kernels/softmax.hpp"
 
 #include <ATen/Parallel.h>

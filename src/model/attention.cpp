@@ -64,6 +64,7 @@ torch::Tensor AttentionImpl::merge_heads(const torch::Tensor& x) {
       .reshape({B, Nq, heads_ * head_dim_});  // (B, Nq, I)
 }
 
+// probs_dtype: fp32, or bf16 to feed a bf16 product.
 std::pair<torch::Tensor, torch::Tensor> AttentionImpl::explicit_softmax(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     torch::ScalarType probs_dtype) {
@@ -77,6 +78,8 @@ std::pair<torch::Tensor, torch::Tensor> AttentionImpl::explicit_softmax(
   return {out.view(q.sizes()), attn};
 }
 
+// Straight from the qkv projection on CPUs with AMX (kernels/attention_from_projection),
+// SDPA's fused kernels on GPUs (LibTorch >= 2.0), the explicit softmax elsewhere.
 torch::Tensor AttentionImpl::fused(const torch::Tensor& x, QueryRows rows) {
   const bool drops = is_training() && attn_dropout_ > 0.0;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));

@@ -76,6 +76,8 @@ BlockResult BlockImpl::run(Residual x, const AttentionCall& call, BlockSkip skip
   return {std::move(h), std::move(attended.probabilities), std::move(attended.heads)};
 }
 
+// The branch is left to the add (Residual::operator+), or, with LayerScale or
+// dropped paths, computed apart first.
 Residual BlockImpl::add(Residual& x, const Branch& branch, const LayerScale& ls) const {
   const bool dropping = drop_path_rate > 0 && is_training();
   if (ls.is_empty() && !dropping) return x + branch;  // the add applies the branch, fused

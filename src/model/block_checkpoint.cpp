@@ -1,3 +1,9 @@
+// The recompute runs on the same low-precision weight copies
+// (model/weight_substitution) and with the same dropout, attention dropout and
+// drop-path draws. The block's output is a whole tensor, so the fusion of its last
+// residual add with the next block's norm1 (model/residual.hpp) does not cross a
+// checkpointed block's edge: the add runs inside the block, the norm in the next.
+// Everything within the block runs the same kernels as without checkpointing.
 #include "vit/model/block_checkpoint.hpp"
 
 #include <mutex>

@@ -1,4 +1,10 @@
 // Shape key: B batch, N tokens, D width, K the width a branch's last layer reads.
+//
+// A branch's last linear layer stays unapplied (Branch), and the add that takes it
+// is evaluated when the stream is first read: by norm(stream), in one pass with the
+// add where kernels/residual_norm runs, or by tensor(), with the layer's bias folded
+// into the add where kernels/residual_add runs. So the last add of a block and the
+// next block's norm1 go in one pass, and no norm is handed between blocks.
 #include "vit/model/residual.hpp"
 
 #include "kernel_calls.hpp"

@@ -173,6 +173,8 @@ BlockImpl& VisionTransformerImpl::block(int64_t index) {
   return *blocks[static_cast<size_t>(index)]->as<Block>();
 }
 
+// With pool "cls" the last block computes the class token's row alone, for about
+// 3/4 less of that block's work.
 QueryRows VisionTransformerImpl::head_rows() const {
   return cfg_.pool == Pool::kCls && !cfg_.distilled ? QueryRows::kClassToken : QueryRows::kAll;
 }

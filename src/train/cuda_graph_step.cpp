@@ -1,3 +1,9 @@
+// Launching the few thousand kernels of a ViT step one by one costs the host more
+// time than small batches take on the GPU. The trainer's step, the optimizer
+// (learning rate and step count on the device), fp16's loss scaler and StepTotals
+// never read device values on the host, so the step can be captured. The warm-up
+// steps run on a side stream, where cuBLAS and the allocator settle, as CUDA graphs
+// require.
 #include "vit/train/cuda_graph_step.hpp"
 
 #include <optional>

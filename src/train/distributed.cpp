@@ -136,6 +136,9 @@ bool is_loopback_address(const std::string& address) {
          address == "[::1]";
 }
 
+// A loopback master address is used as is, so that ranks on one machine meet there
+// whether or not its hostname resolves; Gloo's hostname default falls back to
+// loopback with a warning.
 GlooBinding gloo_binding(const std::string& master_addr, const std::string& socket_ifname) {
   if (!socket_ifname.empty()) return {GlooBinding::kInterface, socket_ifname};
   if (is_loopback_address(master_addr))
@@ -248,6 +251,8 @@ void ProcessGroup::all_reduce_sum(at::Tensor& tensor, const char* what) {
   });
 }
 
+// The buckets are all in flight at once, as DDP's are. Under train.accum_steps this
+// runs once per optimizer step, not per micro-batch.
 void ProcessGroup::average_gradients(at::Tensor& flat, int64_t bucket_bytes) {
   const int64_t per_bucket = std::max<int64_t>(1, bucket_bytes / int64_t(flat.element_size()));
   const int64_t n = flat.numel();

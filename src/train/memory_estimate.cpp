@@ -1,6 +1,16 @@
 // Shape key: B images in a micro-batch, N tokens, Nq query rows, D width,
 // I = H*Dh the attention's width, H heads, M MLP width, K classes, C
 // channels, S image side.
+//
+// The activations are counted tensor by tensor from the block code in src/model/
+// and the kernels' saved tensors. On CUDA the caching allocator's peak has neither
+// the process's baseline nor the heap's overhead; the figure is arithmetic from the
+// code and has not been measured there.
+//
+// kCpuRuntimeBytes: the libraries (LibTorch, OpenBLAS, oneDNN, OpenCV), their
+// thread pools and heap, measured as the peak a `vit train` run reports for a model
+// of a few hundred parameters on 8 images (Debian's LibTorch 1.13, 2 threads:
+// 177 MiB; `vit info` alone peaks at 163 MiB).
 #include "vit/train/memory_estimate.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The average is one fp32 flat vector laid out as the optimizer's: one operator a
+// step. Its model holds views of that vector for the trained parameters; the frozen
+// ones never change, so their average is themselves.
 #include "vit/train/model_ema.hpp"
 
 #include <cmath>

@@ -74,6 +74,9 @@ void TrainingStep::run(const std::vector<data::Batch>& micro_batches, double lr,
       static_cast<int64_t>(micro_batches.size()), lr, step, images);
 }
 
+// The loss is the cross-entropy with label smoothing, on mixup's and cutmix's soft
+// targets where they apply. A CUDA graph copies every micro-batch into its buffers
+// before the replay; eagerly, one micro-batch's images are held at a time.
 void TrainingStep::run(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count,
                        double lr, int64_t step, int64_t images) {
   step_images_ = images;

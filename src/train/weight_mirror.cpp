@@ -1,3 +1,23 @@
+// Under bf16 (or fp16) autocast every Linear and the patch convolution cast their
+// fp32 weight and bias in the forward pass, and autograd casts each of their
+// gradients back to fp32 in the backward pass: some four operators each way for
+// each of the demo model's 52 such tensors, a tenth of the operators of a step.
+// The mirror holds one low-precision copy of the optimizer's whole flat parameter
+// vector instead, refreshed by one copy per step; the model's matrix products read
+// their slices (model/weight_substitution), and their gradients accumulate in one
+// low-precision flat vector, which one addition moves into the optimizer's fp32
+// gradients.
+//
+// The result is the same to the bit: autocast rounds each weight to the same
+// low-precision value, and its products return their gradients in low precision
+// too, which it then widens to fp32 exactly as the addition does. LayerNorm's
+// parameters and the embeddings, which autocast leaves in fp32, are not
+// substituted, and their gradients reach the fp32 vector as before.
+//
+// Without autocast (kAllParameters) the mirror holds every parameter, LayerNorm's
+// and the embeddings' too (frozen ones as copies without gradients): the residual
+// stream, LayerNorm's input and output and their gradients are bf16, with no casts
+// between the layers.
 #include "vit/train/weight_mirror.hpp"
 
 #include <torch/torch.h>

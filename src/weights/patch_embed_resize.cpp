@@ -1,4 +1,11 @@
 // Shape key: D width, C channels, P old patch side, Q new patch side.
+//
+// A patch x of side P shown at side Q is B x, where B is bilinear resizing (a
+// Q*Q x P*P matrix). The new kernel w' should give every patch the token the old one
+// gave: <B x, w'> = <x, w> for all x, i.e. B^T w' = w, solved in the least-squares
+// sense as w' = pinv(B^T) w. Shrinking the patch loses what the smaller patch cannot
+// show. Plain bilinear resizing of w would instead scale every token by about
+// (P/Q)^2 and blur it, which the next LayerNorm cannot undo for the bias.
 #include "vit/weights/patch_embed_resize.hpp"
 
 #include <string>

@@ -1,4 +1,6 @@
 // Shape key: D width, g old grid side, G new grid side.
+// Bicubic with align_corners = false, as PyTorch's F.interpolate. `vit train --init`
+// and `vit pos-embed --interpolate` both call this one function.
 #include "vit/weights/pos_embed_resize.hpp"
 
 #include <cmath>

@@ -231,6 +231,10 @@ std::optional<ModelConfig> pretrained_architecture(const std::string& path,
   return m;
 }
 
+// Under NoGradGuard. pos_embed's resize keeps the class token's row; the patch
+// embedding's resize is FlexiViT's pseudo-inverse one, and its channel adaptation
+// makes a gray image give the same tokens. A new head is zero, as the ViT paper does
+// for fine-tuning, so training starts from uniform predictions.
 InitReport init_from_pretrained(VisionTransformer& model, const TensorMap& source,
                                 const std::string& source_name, const InitOptions& options) {
   const auto params = model->named_parameters();

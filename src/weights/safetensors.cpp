@@ -455,6 +455,8 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size,
   return build(header, text + n, /*owner=*/at::Tensor(), source_name);
 }
 
+// Checks every number in the header before touching a byte of data, then reads the
+// whole data section with one read into one aligned buffer.
 SafetensorsContents read_safetensors(const std::string& path) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -489,6 +491,9 @@ SafetensorsContents read_safetensors(const std::string& path) {
   return build(header, buffer.data_ptr<uint8_t>(), buffer, path);
 }
 
+// As the official writer: tensors by falling element size, then by name, so each
+// starts aligned to its element size; the JSON lists "__metadata__" (sorted keys)
+// and then the tensors in that order, padded with spaces to a multiple of 8 bytes.
 std::vector<uint8_t> serialize_safetensors(const TensorMap& tensors, const StringMap& metadata) {
   const Layout layout = plan_layout(tensors, metadata, "safetensors");
   std::vector<uint8_t> bytes;

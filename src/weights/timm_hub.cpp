@@ -271,6 +271,8 @@ json model_args_of(const ModelConfig& m) {
 
 }  // namespace
 
+// The architecture is the config's name when it is one, else the first of the table
+// that timm can turn into this model through model_args.
 json timm_hub_config(const Config& config) {
   const ModelConfig& m = config.model;
   const TimmArchitecture& architecture = export_architecture(m, config.name);

@@ -189,6 +189,10 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 
 }  // namespace
 
+// Under NoGradGuard. A shape mismatch reads `blocks.3.attn.qkv.weight: expected
+// [768, 256], file has [384, 128]`; the timm layers our architecture may lack include
+// norm_pre, fc_norm, dist_token, attn_pool, q_norm/k_norm and LayerScale with gamma
+// != 1. Parameter-free timm layers such as head_drop never appear in a state dict.
 LoadReport load_weights(VisionTransformer& model, const TensorMap& state,
                         const std::string& source_name) {
   const auto params = model->named_parameters();

@@ -1,3 +1,10 @@
+// LibTorch's PyTorchStreamWriter stores records, or deflates larger code files, with
+// a CRC-32 of each record's bytes in the central directory. LibTorch's reader is
+// built with miniz's CRC checks turned off and trusts every record it reads; a
+// damaged record can take its TorchScript importer into a segmentation fault
+// (LibTorch 1.13). A file crafted with correct CRCs still reaches LibTorch's parser;
+// .safetensors files are read by vit's own checked parser. The check reads each
+// record once, in 1 MiB pieces.
 #include "vit/weights/zip_check.hpp"
 
 #include <algorithm>

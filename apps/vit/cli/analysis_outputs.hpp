@@ -1,8 +1,6 @@
 #pragma once
-// What the commands share on the way out: tensors as JSON arrays, and for the
-// map-drawing ones (`vit rollout`, `vit saliency`, `vit attention`) file names
-// for per-image PNGs, JSON rows of a map, class names, and the captioned grid
-// of original | overlay pictures.
+// What the commands share on the way out: tensors as JSON, and for the map-drawing
+// ones (rollout, saliency, attention) file names, class names and overlay grids.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,19 +11,16 @@
 
 namespace vit::cli {
 
-// "03-cat.png" for the file cat.jpg, "00-val17.png" for sample val:17: the
-// position keeps names unique (two folders may both hold a cat.jpg) and in
+// "03-cat.png" for the file cat.jpg, "00-val17.png" for sample val:17: unique and in
 // grid order; anything but letters, digits, '-', '_' and '.' becomes '_'.
 std::string map_file_name(const std::string& id, size_t position, size_t count);
 
 // The class's name, or its index when the model has no names for it.
 std::string class_name(const std::vector<std::string>& classes, int64_t index);
 
-// A tensor's values in order, as doubles (for JSON arrays).
-std::vector<double> to_doubles(const at::Tensor& t);
+std::vector<double> to_doubles(const at::Tensor& t);  // in order
 
-// A 2-D map (rows, columns) as JSON rows: rounded to `decimals` decimals, or
-// as float32 gives them for decimals < 0 (raw values of any size).
+// A 2-D map as JSON rows, rounded to `decimals` decimals (< 0: float32's values).
 std::vector<std::vector<double>> map_rows(const at::Tensor& map, int decimals = -1);
 
 // One picture of an overlay grid and what its caption says.
@@ -36,15 +31,13 @@ struct OverlayPicture {
   int64_t predicted = 0;
 };
 
-// Like the seed notebook: captioned "true: A / pred: B" (red when they
-// differ) or with the file's name, four to a row, under `title`.
+// Captioned "true: A / pred: B" (red when they differ) or with the file's name, four
+// to a row, under `title`.
 at::Tensor overlay_grid(const std::vector<OverlayPicture>& pictures,
                         const std::vector<std::string>& classes, const std::string& title);
 
-// The layer-by-layer commands' plots (lens, probe): a panel against the layer
-// (0 = the embeddings) with whole-number ticks and y from 0, and its x values
-// 0, 1, ..., count - 1.
-// A panel whose x axis counts (layers, epochs): integer ticks.
+// A panel whose x axis counts (layers, epochs): integer ticks. layer_panel: against
+// the layer (0 = the embeddings), y from 0; layer_axis: its x values 0 .. count - 1.
 io::Panel counting_panel(const std::string& title, const std::string& x_label,
                          const std::string& y_label);
 io::Panel layer_panel(const std::string& title, const std::string& y_label);

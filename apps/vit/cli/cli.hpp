@@ -1,8 +1,7 @@
 #pragma once
-// The command line's shared toolkit: the flags every command takes, the
-// device and precision they pick, and the Cli that parses and runs. The
-// commands themselves are one file each, listed in command_list.cpp. Parsing is
-// separate from running so the tests can parse flags in-process.
+// The command line's shared toolkit: the flags every command takes, the device and
+// precision they pick, and the Cli that parses (in-process, for the tests) and runs.
+// The commands are one file each, listed in command_list.cpp.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,7 +16,6 @@
 
 namespace vit::cli {
 
-// Flags every subcommand takes.
 struct CommonOptions {
   std::string device = "auto";   // auto | cpu | cuda | cuda:N
   int64_t threads = 0;           // 0 = all cores
@@ -28,9 +26,8 @@ struct CommonOptions {
 
 void add_common_options(CLI::App& cmd, CommonOptions& options);
 
-// A flag whose value is one of an enum's names (EnumNames<E>), read into
-// `target` (E, or std::optional<E> left empty when the flag is absent). The
-// help shows the choices; a name outside them is CLI11's usage error.
+// A flag whose value is one of an enum's names, read into `target` (E, or
+// std::optional<E> left empty when the flag is absent); another name is a usage error.
 template <typename E>
 E& enum_target(E& target) {
   return target;
@@ -53,45 +50,41 @@ CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, Target& tar
           help)
       ->check(CLI::IsMember(names));
 }
-// What --checkpoint, --against and --init take: an existing file or folder
-// (a timm hub folder), or hf-hub:ORG/NAME[@REVISION] in the Hugging Face cache.
+// What --checkpoint, --against and --init take: an existing file or folder (a timm
+// hub folder), or hf-hub:ORG/NAME[@REVISION] in the Hugging Face cache.
 CLI::Validator checkpoint_source();
-// --checkpoint CKPT (see checkpoint_source; default runs/latest/best.pt) and
-// --config FILE (a timm .safetensors file's architecture, and its data when
-// `reads_data`).
+// --checkpoint CKPT (default runs/latest/best.pt) and --config FILE (a timm
+// .safetensors file's architecture, and its data when `reads_data`).
 void add_checkpoint_options(CLI::App& cmd, std::optional<std::string>& checkpoint,
                             std::optional<std::string>& config, bool reads_data);
-// --precision auto | fp32 | bf16 | fp16: the autocast of an inference command.
+// --precision: the autocast of an inference command.
 void add_precision_option(CLI::App& cmd, Precision& precision);
-// --precision's value; auto is the checkpoint's train.precision where the
-// device runs it (vit::evaluation_precision), the trainer's final test's. Throws
-// vit::Error for fp16 off CUDA.
+// auto: the checkpoint's train.precision where the device runs it
+// (vit::evaluation_precision). Throws vit::Error for fp16 off CUDA.
 Precision chosen_precision(Precision asked, const Config& config, c10::Device device);
-// Sets the log level, thread count and seed. Call first in every run function.
-// Flags win over the config's `threads` and `seed` when both are given.
+// Sets the log level, thread count and seed; flags win over the config. Call first
+// in every run function.
 void apply_common_options(const CommonOptions& options, const Config* config = nullptr);
 // --device, or the config's `device` when the flag was left at "auto".
 c10::Device chosen_device(const CommonOptions& options, const Config* config = nullptr);
 
-// A registered subcommand: its CLI11 node and what runs when it was chosen.
+// A registered subcommand: its CLI11 node and what runs when it is chosen.
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
 
-// The whole tool: the root app plus every subcommand. The options structs live
-// inside the callbacks' shared state, so a Cli object owns everything.
+// The root app plus every subcommand; it owns the options structs too.
 class Cli {
  public:
-  // An empty root: register_all_commands (apps/vit/command_list.hpp) adds every command,
-  // a test adds the one it inspects.
+  // An empty root: register_all_commands (apps/vit/command_list.hpp) adds every
+  // command, a test adds the one it inspects.
   Cli();
   CLI::App& app() { return app_; }
-  // Parses argv; throws CLI::ParseError (use app().exit(e)) on bad flags.
+  // Throws CLI::ParseError (use app().exit(e)) on bad flags.
   void parse(int argc, const char* const* argv);
   void parse(std::vector<std::string> args);  // args without the program name
-  // Runs the chosen subcommand; returns its exit code.
-  int run();
+  int run();                                  // the chosen subcommand's exit code
   void add(Command command) { commands_.push_back(std::move(command)); }
 
  private:
@@ -99,17 +92,16 @@ class Cli {
   std::vector<Command> commands_;
 };
 
-// A new subcommand: its options struct (which has a `common` member, filled
-// by the flags every command takes) and its CLI11 node, to which the caller
-// adds the command's own flags; `run` gets the options once they are parsed.
+// A new subcommand: its options struct (with a `common` member for the flags every
+// command takes) and its CLI11 node, for the command's own flags; `run` gets the
+// options once they are parsed.
 template <typename Options>
 struct NewCommand {
   std::shared_ptr<Options> options;
   CLI::App* cmd;
 };
 
-// Under `parent` for a command of two words (`vit sae train`): the parent is a
-// plain CLI11 node that requires one of its subcommands.
+// Under `parent` for a command of two words (`vit sae train`).
 template <typename Options>
 NewCommand<Options> add_command(Cli& cli, CLI::App& parent, const std::string& name,
                                 const std::string& description,

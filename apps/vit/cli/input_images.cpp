@@ -36,6 +36,7 @@ ImageInputs load_image_inputs(const std::vector<std::string>& paths, const Confi
   return inputs;
 }
 
+// Not CLI::PositiveNumber, which would answer 0 with a range up to 1.8e308.
 CLI::Validator at_least_one() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

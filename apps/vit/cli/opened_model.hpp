@@ -1,7 +1,6 @@
 #pragma once
-// The model a command reads: --checkpoint, --config and --out, how the
-// checkpoint (or timm file) is opened with its dataset, and where the
-// command's files go by default.
+// The model a command reads: --checkpoint, --config and --out, how it is opened with
+// its dataset, and where the command's files go by default.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -16,8 +15,8 @@
 
 namespace vit::cli {
 
-// --checkpoint or runs/latest/best.pt; --config for timm safetensors files.
-// The model comes back in eval mode on `device`.
+// --checkpoint or runs/latest/best.pt; --config for timm safetensors files. The
+// model comes back in eval mode on `device`.
 LoadedModel open_checkpoint(const std::optional<std::string>& checkpoint,
                             const std::optional<std::string>& config_path, c10::Device device);
 
@@ -34,16 +33,13 @@ enum class OutFolder {
   kRequired,
 };
 
-// --checkpoint, --config (the architecture of a timm file, and with
-// `reads_data` its data too) and, unless kNone, --out, whose help says what
-// the folder receives (`holds`) and, for kBesideCheckpoint, its default
-// `default_name` next to the checkpoint.
+// --checkpoint, --config (with `reads_data`, the data too) and, unless kNone, --out,
+// whose help names what it `holds` and its default `default_name`.
 void add_model_source_options(CLI::App& cmd, ModelSource& source, bool reads_data, OutFolder out,
                               const std::string& holds = "", const std::string& default_name = "");
 
-// A model opened for analysis, and the dataset of its config, read on first
-// use and then kept: `vit report` runs every analysis on one OpenedModel, so
-// the checkpoint and the data are read once.
+// A model opened for analysis, and its config's dataset, read on first use and kept
+// (`vit report` runs every analysis on one OpenedModel).
 class OpenedModel {
  public:
   OpenedModel(c10::Device device, LoadedModel loaded);
@@ -51,9 +47,8 @@ class OpenedModel {
   LoadedModel loaded;  // in eval mode, on `device`
   // The splits of loaded.config's data; callers must not write into them.
   const data::DataSplits& data();
-  // A split's images at hand: the split itself when it is in memory; when the
-  // data streams, kStreamedAnalysisImages of them (data::materialize_sample),
-  // decoded as evaluation decodes them (once, then kept).
+  // A split's images at hand: the split itself when in memory; when the data streams,
+  // kStreamedAnalysisImages of them, decoded as evaluation does (once, then kept).
   const data::Dataset& images(data::SplitName which);
 
  private:
@@ -61,20 +56,19 @@ class OpenedModel {
   std::map<data::SplitName, data::Dataset> decoded_;  // streamed splits' images, by split
 };
 
-// A vit::Error for a model without a head (num_classes 0, a backbone such as
-// DINOv2's), whose output is features, not logits: `command` reads logits.
+// Throws vit::Error for a model without a head (num_classes 0), whose output is
+// features, not the logits `command` reads.
 void require_head(const LoadedModel& loaded, const std::string& command);
 
 // Images decoded from a streamed split for the analyses and probes.
 inline constexpr int64_t kStreamedAnalysisImages = 2048;
 
-// The opening of every command that reads a model: the common options
-// (threads, seed, log level), the device, and the checkpoint it names or
-// runs/latest/best.pt, logged.
+// The opening of every command that reads a model: the common options, the device,
+// and the checkpoint, logged.
 OpenedModel open_model(const CommonOptions& common, const ModelSource& source);
 
-// What an analysis command does once its model is open: write its files and
-// return the JSON document it wrote, for `vit report`'s page.
+// An analysis once its model is open: writes its files and returns the JSON document
+// it wrote, for `vit report`'s page.
 template <typename Options>
 using Analysis = nlohmann::json (*)(OpenedModel&, const Options&);
 

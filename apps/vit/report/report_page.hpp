@@ -1,7 +1,6 @@
 #pragma once
-// The page of `vit report`: the run's own files (config.json, metrics.jsonl,
-// curves.png), the pictures the analyses wrote under the assets folder and
-// the numbers they returned, laid out with a short explanation of each picture.
+// The page of `vit report`: the run's own files, the analyses' pictures and numbers,
+// each picture with a short explanation.
 #include <filesystem>
 #include <string>
 
@@ -12,8 +11,7 @@
 
 namespace vit::cli {
 
-// Where `vit report` asked each analysis to write; fixed names so the page
-// and the command agree.
+// Where `vit report` asked each analysis to write.
 struct ReportAssets {
   std::filesystem::path root;  // RUN/report
   std::filesystem::path eval() const { return root / "eval-test"; }
@@ -34,29 +32,23 @@ struct ReportAssets {
   std::filesystem::path sae_features() const { return root / "sae-features"; }
 };
 
-// The JSON documents of the analyses whose numbers the page quotes, as the
-// commands wrote them (metrics.json, rollout.json, attn_distance.json,
-// filters.json, lens.json, probe.json, ablate.json, cka.json,
-// faithfulness.json, snapshots.json when the run kept snapshots, and when
-// the run folder holds an SAE (sae/sae.safetensors) its features.json and,
-// if vit sae train's sae.json is beside it, that).
+// The JSON documents of the analyses whose numbers the page quotes, as the commands
+// wrote them; snapshots and the SAE's only where the run folder has them.
 struct ReportNumbers {
   nlohmann::json eval, rollout, distance, filters;
   nlohmann::json lens, probe, ablate, cka, faithfulness, snapshots;
   nlohmann::json sae, sae_features;
 };
 
-// The PNG at `png` as a figure of the page.
 void add_image(io::HtmlPage& page, const std::filesystem::path& png, const std::string& alt,
                const std::string& caption = "");
-// "12.3%" for 0.123.
-std::string percent(double fraction);
+std::string percent(double fraction);  // "12.3%" for 0.123
 
 // The sections that look inside the model, layer by layer (report_inside.cpp).
 void inside_sections(io::HtmlPage& page, const ReportAssets& assets, const ReportNumbers& numbers);
 
-// The whole self-contained HTML document. Throws vit::Error naming a file
-// that the analyses should have written and did not.
+// The self-contained HTML document. Throws vit::Error naming a file the analyses
+// should have written and did not.
 std::string report_page(const std::filesystem::path& run, const ReportAssets& assets,
                         const ReportNumbers& numbers);
 

@@ -1,15 +1,11 @@
 #pragma once
 // Mean attention distance (ViT paper, Fig. 7 right): for each layer and head, how
 // far in pixels a patch looks, on average, weighted by its attention.
-//
-// Shape key:  L layers, B batch, H heads, N = F + g*g tokens (F prefix tokens:
-//             the class token and the registers; then the patches in row-major
-//             grid order), P = g*g patches.
-//
+// Shape key: L layers, B batch, H heads, N = F + g*g tokens (F prefix tokens, then
+// the patches in row-major order), P = g*g patches.
 // For one image, layer and head with attention A (N,N):
-//   W = A[F:, F:]               prefix rows and columns dropped, not renormalised
-//                               (as in the ViT authors' code); with `renormalize`
-//                               each row is divided by its own sum instead
+//   W = A[F:, F:]   prefix rows and columns dropped, not renormalised (as the ViT
+//                   authors' code); `renormalize` divides each row by its sum
 //   distance = mean over queries q of sum_k W[q,k] * D[q,k]
 // A query row without patch attention contributes 0, also when renormalising.
 #include <cstdint>
@@ -24,14 +20,14 @@ namespace vit {
 torch::Tensor patch_distance_matrix(int64_t grid, int64_t patch_size,
                                     const torch::TensorOptions& options = torch::kFloat);
 
-// Distance in pixels per image, layer and head: (B,L,H). float64 for float64 input,
-// else float32, on the input's device. Throws vit::Error for shapes
-// check_attention_shapes rejects, patch_size < 1, or a negative or non-finite entry.
+// Pixels per image, layer and head: (B,L,H), float64 for float64 input, else float32,
+// on the input's device. Throws vit::Error for bad shapes (check_attention_shapes),
+// patch_size < 1, or a negative or non-finite entry.
 torch::Tensor mean_attention_distance(const std::vector<torch::Tensor>& attentions,
                                       int64_t patch_size, bool renormalize = false,
                                       int64_t prefix_tokens = 1);
 
-// (B,L,H) -> (L,H): the mean over images.
+// (B,L,H) -> (L,H).
 torch::Tensor average_over_images(const torch::Tensor& per_image);
 
 // Running mean over many batches, e.g. 128 images fed 32 at a time.
@@ -40,7 +36,7 @@ class AttentionDistanceAccumulator {
   explicit AttentionDistanceAccumulator(int64_t patch_size, bool renormalize = false,
                                         int64_t prefix_tokens = 1);
 
-  // Adds every image of one batch. Layers, heads and grid must match earlier batches.
+  // Layers, heads and grid must match earlier batches.
   void add(const std::vector<torch::Tensor>& attentions);
   // (L,H) float64 on the CPU; throws vit::Error before the first add.
   torch::Tensor mean() const;

@@ -1,8 +1,6 @@
 #pragma once
-// Linear probes (Alain & Bengio, 2016): how much of the class a frozen layer
-// already holds, read by multinomial logistic regression on its pooled
-// representation.
-//
+// Linear probes (Alain & Bengio, 2016): how much of the class a frozen layer holds,
+// read by logistic regression on its pooled representation.
 // Shape key: L layers, n images, D width, K classes.
 #include <cstdint>
 #include <vector>
@@ -14,9 +12,8 @@
 
 namespace vit {
 
-// The pooled representation of every layer, what the head would read from it
-// (the class token, or the mean of the patch tokens), before the final norm:
-// L+1 tensors float (n, D) on the CPU. Without gradients.
+// Every layer pooled as the head would read it, before the final norm: L+1 tensors
+// float (n, D) on the CPU. Without gradients.
 std::vector<at::Tensor> pooled_layers(VisionTransformer& model, const ImageBatches& images);
 
 struct LinearProbe {
@@ -24,19 +21,17 @@ struct LinearProbe {
   at::Tensor weight, bias;  // (K, D), (K), float64, on standardised features
 };
 
-// Multinomial logistic regression on `features` (n, D), standardised with
-// their own mean and std (a constant feature divides by 1), for `labels`
-// int64 (n) in [0, classes). Minimises the mean cross-entropy plus
-// l2 * ||weight||^2 (the bias is not penalised) with L-BFGS in float64, from
-// zero weights: deterministic for the same inputs. Throws vit::Error for
-// l2 < 0, mismatched shapes, no images or labels outside [0, classes).
+// Multinomial logistic regression on standardised `features` (n, D) (a constant
+// feature divides by 1) for `labels` int64 (n): the mean cross-entropy plus
+// l2 * ||weight||^2 (not the bias), minimised deterministically. Throws vit::Error
+// for l2 < 0, mismatched shapes, no images or labels outside [0, classes).
 LinearProbe fit_linear_probe(const at::Tensor& features, const at::Tensor& labels, int64_t classes,
                              double l2);
 
-// The probe's logits (n, K), float64, for features (n, D).
+// float64 (n, K) for features (n, D).
 at::Tensor probe_logits(const LinearProbe& probe, const at::Tensor& features);
 
-// The fraction of rows of `logits` (n, K) whose top-1 is `labels` (n).
+// The fraction of rows of `logits` (n, K) whose top-1 is the label.
 double top1_accuracy(const at::Tensor& logits, const at::Tensor& labels);
 
 }  // namespace vit

@@ -1,9 +1,7 @@
 #pragma once
-// The logit lens for a ViT: every layer's residual stream read out exactly as
-// the model reads its last one (the final norm, the pooling and the head), and
-// the norms of the patch tokens layer by layer, whose outliers are the
-// "high-norm tokens" of Darcet et al. (2024), "Vision Transformers Need Registers".
-//
+// The logit lens for a ViT: every layer's residual stream read out as the model
+// reads its last one, and the patch tokens' norms layer by layer, whose outliers
+// are the "high-norm tokens" of Darcet et al. (2024).
 // Shape key: L layers, n images, N tokens, F prefix tokens (the class token and
 // R registers), P = N - F patches, D width, K classes.
 #include <cstdint>
@@ -16,18 +14,15 @@
 
 namespace vit {
 
-// The q-quantile of `values` (any shape, read flat), with linear
-// interpolation between the two nearest ranks (numpy's default). q in [0, 1].
+// The q-quantile of `values` (read flat), interpolated linearly as numpy's default.
 // Throws vit::Error for no values or q outside [0, 1].
 double linear_quantile(const at::Tensor& values, double q);
 
-// The L2 norms of the patch tokens of one layer (B,N,D) -> (B*P), the class
-// token and the registers (F prefix tokens in all) left out.
+// The L2 norms of one layer's patch tokens: (B,N,D) -> (B*P).
 at::Tensor patch_token_norms(const at::Tensor& layer, int64_t prefix_tokens = 1);
 
-// The L2 norms of the R registers of one layer (B,N,D) -> (B*R): tokens
-// first..first+R-1, after the class token (first = 1), or with no class
-// token (first = 0), as timm's *_reg*_gap_* models have them.
+// The L2 norms of one layer's R registers, tokens first..first+R-1 (first = 0
+// without a class token): (B,N,D) -> (B*R).
 at::Tensor register_token_norms(const at::Tensor& layer, int64_t registers, int64_t first = 1);
 
 struct TokenNormSummary {
@@ -44,12 +39,10 @@ struct LensResult {
   TokenNormSummary register_norms;  // the registers'; empty for a model without
 };
 
-// Each layer's logits (B,K) of one stream: the final norm and the head on every layer
-// (stream_logits).
+// Each layer's logits (B,K) of one stream (stream_logits).
 std::vector<at::Tensor> lens_logits(VisionTransformer& model, const ResidualStream& stream);
 
-// The lens over every image of `images`; `labels` int64 (n) gives the
-// accuracy, or is undefined (then `accuracy` stays empty). Without gradients.
+// Over every image; `labels` int64 (n), when defined, gives the accuracy.
 LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
                       const at::Tensor& labels = {});
 

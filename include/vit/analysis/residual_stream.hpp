@@ -1,11 +1,7 @@
 #pragma once
-// The residual stream between blocks, read and changed without hooks: the
-// model's own block loop runs with a BlockVisitor (forward_blocks), on the
-// explicit attention (never a fused kernel), in the model's eval mode.
-//
-// Layer l (0 <= l <= L) is the stream after block l; layer 0 is the patch
-// embeddings plus the position embeddings, with the class token.
-//
+// The residual stream between blocks, read and changed without hooks (a
+// BlockVisitor), on the explicit attention, in the model's eval mode. Layer l
+// (0 <= l <= L) is the stream after block l; layer 0 is the embeddings.
 // Shape key: L layers, B batch, N tokens (class token first), D width,
 //            H heads, Dh head width, I = H*Dh, K classes.
 #include <cstdint>
@@ -27,9 +23,8 @@ struct ResidualStream {
 ResidualStream residual_stream(VisionTransformer& model, const at::Tensor& inputs,
                                bool with_heads = false);
 
-// The same from layer 0 given (B,N,D), in the current grad mode: with
-// gradients on, every layer and head output is part of the graph (attribution
-// patching differentiates through them).
+// The same from layer 0 given (B,N,D), in the current grad mode: with gradients on,
+// every layer and head output is part of the graph.
 ResidualStream stream_from(VisionTransformer& model, const at::Tensor& embedded,
                            bool with_heads = false);
 
@@ -42,16 +37,13 @@ struct BlockAblation {
   BlockSkip skip;         // the attention or MLP branch left out
 };
 
-// The logits (B,K) of the model run from layer `ablation.block` (the stream
-// `before` (B,N,D) that enters that block) to the end, with the ablation in
-// that block and every later block intact. Without gradients.
+// The logits (B,K) from the stream `before` (B,N,D) entering block `ablation.block`,
+// with the ablation there and every later block intact. Without gradients.
 at::Tensor logits_after(VisionTransformer& model, const at::Tensor& before,
                         const BlockAblation& ablation);
 
-// The logits (B,K) of layer `layer`'s stream (B,N,D), a layer of
-// ResidualStream (0..L), run on unchanged to the end: through blocks layer..L-1
-// and the head, or the head alone for layer L. Without gradients. What
-// patching and splicing run after replacing part of a layer.
+// The logits (B,K) of layer `layer`'s stream (B,N,D) (0..L) run on unchanged through
+// blocks layer..L-1 and the head. Without gradients.
 at::Tensor logits_from_layer(VisionTransformer& model, const at::Tensor& stream, int64_t layer);
 
 }  // namespace vit

@@ -1,25 +1,14 @@
 #pragma once
-// Saliency: which input pixels or patches move one class's logit.
+// Saliency: which input pixels or patches move one class's logit. x is the
+// normalised input the model sees, c the explained class; maps are raw.
 //   grad          max over channels of |d logit_c / d x|               (B, S, S)
 //   grad-x-input  |sum over channels of x * d logit_c / d x|           (B, S, S)
 //   grad-rollout  gradient-weighted attention rolled out over layers    (B, g, g)
-//                 (Chefer, Gur & Wolf, 2021: "Generic Attention-model
-//                 Explainability", eqs. 5-6):
+//                 (Chefer, Gur & Wolf, 2021, eqs. 5-6), read from R_L - I:
 //                   A_bar_l = mean over heads of (dlogit_c/dA_l * A_l)^+
 //                   R_0 = I,   R_l = R_{l-1} + A_bar_l R_{l-1}
-//                 A_bar multiplies from the left, as in the paper (vit-explain's
-//                 gradient rollout multiplies the other way, its issue #6).
-//                 The map is read from R_L - I: what attention added to each
-//                 token. For the class token's row that is R's own row (its
-//                 patch columns hold no identity); for the mean of the patch
-//                 rows, the identity would add the same 1/g^2 to every patch
-//                 and drown the signal on a mean-pooled model.
-//   integrated-gradients  sum over channels of the integrated gradients     (B, S, S)
-//                 (analysis/integrated_gradients), with their sign
+//   integrated-gradients  integrated gradients summed over channels, signed (B, S, S)
 //   smoothgrad    the grad map averaged over noisy copies of x               (B, S, S)
-// x is the normalised input the model sees; c the explained class. Maps are
-// raw: neither rescaled nor clipped beyond what the formulas say.
-//
 // Shape key: L layers, B batch, C channels, S image side, H heads,
 //            N = F + g*g tokens (the class token and the registers first), K classes.
 #include <string>
@@ -53,12 +42,10 @@ struct GradientAveraging {
   uint64_t seed = 0;     // smoothgrad's noise
 };
 
-// The grad-rollout map from the attention (B,H,N,N) of every layer and the
-// gradient of the explained logit with respect to it (same shapes): the class
-// token's row of R - I (kClassToken) or the mean of its patch rows (kPatchMean),
-// patch columns only -> (B, g, g), float64 for float64 input, else float32.
-// Throws vit::Error for shapes check_attention_shapes rejects or gradients that
-// do not match the attention.
+// The grad-rollout map from every layer's attention (B,H,N,N) and the explained
+// logit's gradient with respect to it (same shapes): the class token's row of R - I
+// or its patch rows' mean, patch columns only -> (B, g, g), float64 for float64
+// input, else float32. Throws vit::Error for bad shapes (check_attention_shapes).
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients,
                             RolloutSource source = RolloutSource::kClassToken,
@@ -71,14 +58,11 @@ struct Saliency {
   at::Tensor completeness_error;  // float64 (B), integrated gradients only
 };
 
-// Runs `model` (in eval mode, so images do not interact) on `inputs` float
-// (B, C, S, S), normalised, and differentiates the chosen logit of each image:
-// classes[b] for a defined int64 (B) `classes`, else the predicted class. The
-// gradients come from torch::autograd::grad on the input and on the attention
-// tensors forward_with_attention returns (no hooks); the parameters' .grad
-// stays untouched. grad-rollout reads the map from `source`'s rows;
-// integrated-gradients and smoothgrad take `averaging`. Throws vit::Error for
-// a class outside [0, K).
+// Runs `model` in eval mode on normalised float `inputs` (B, C, S, S) and
+// differentiates each image's logit for classes[b] (int64 (B)), or by default the
+// predicted class. `source` serves grad-rollout, `averaging` integrated-gradients and
+// smoothgrad. The parameters' .grad stays untouched. Throws vit::Error for a class
+// outside [0, K).
 Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, SaliencyMethod method,
                           const at::Tensor& classes = {},
                           RolloutSource source = RolloutSource::kClassToken,

@@ -1,8 +1,7 @@
 #pragma once
-// Batches for training and evaluation, made by index-selecting the dataset's
-// uint8 tensor, then augmented and normalised as whole batches on the device.
-// The order of an epoch and every augmentation draw are pure functions of
-// (seed, epoch, step), so a resumed run sees exactly the batches it would have.
+// Batches for training and evaluation from a dataset in memory, augmented and
+// normalised as whole batches on the device. The order and every augmentation draw
+// are pure functions of (seed, epoch, step): a resumed run sees the same batches.
 // Key: B images, C channels, S x S pixels, K classes.
 #include <cstdint>
 #include <memory>
@@ -28,22 +27,20 @@ struct LoaderOptions {
   std::vector<double> mean;        // per channel (or one value for all), [0, 1] pixels
   std::vector<double> std;         // per channel (or one value for all)
   AugmentConfig augment;           // used when train is true
-  // Data parallelism (training only): batch_size is the global batch, which
-  // every rank makes whole, with the order and augmentation draws of one
-  // process, keeping its equal share of rows (data/epoch_order's rank_rows).
+  // Training under data parallelism: every rank makes the global batch as one
+  // process would and keeps its equal share of rows (data/epoch_order's rank_rows).
   int64_t shard_index = 0;
   int64_t shard_count = 1;
 };
 
-// The loader settings a config asks for: train.batch_size and data.augment
-// when `train`, else train.eval_batch_size (0 = 2 x batch_size) and no
-// augmentation; seed, data.mean and data.std either way.
+// The settings a config asks for: training's batch size and augmentation when
+// `train`, else the evaluation batch size and none.
 LoaderOptions loader_options(const Config& config, c10::Device device, bool train);
 
 class BatchLoader : public BatchSource {
  public:
-  // Copies the dataset's images to the device once. Throws if mean/std do not
-  // match the channel count or the batch size is not positive.
+  // Copies the images to the device once. Throws if mean/std do not match the
+  // channel count or the batch size is not positive.
   BatchLoader(const Dataset& data, LoaderOptions options);
 
   // Training leaves the last partial batch out where options().drop_last says.
@@ -52,19 +49,16 @@ class BatchLoader : public BatchSource {
   int64_t batch_rows(int64_t step) const override;
   const LoaderOptions& options() const override { return options_; }
 
-  // The dataset indices in the order epoch `epoch` visits them: a seeded
-  // Fisher-Yates shuffle when training, 0..N-1 otherwise; padded to a
-  // multiple of the ranks where training keeps its last batch under torchrun
-  // (data/epoch_order's padded_for_ranks). int64 (order_length()), CPU.
+  // The indices epoch `epoch` visits, int64 (order_length()) on the CPU:
+  // shuffled when training, and padded to a multiple of the ranks where
+  // training keeps its last batch under torchrun (padded_for_ranks).
   at::Tensor order(int64_t epoch) const;
   int64_t order_length() const;
 
-  // Batch `step` (0-based) of epoch `epoch`; any (epoch, step) in any order.
-  // This rank's slice of it when sharded.
+  // Any (epoch, step) in any order; this rank's slice of it when sharded.
   Batch batch(int64_t epoch, int64_t step) const override;
 
-  // Augmented images in [0, 1] before normalisation (for looking at them).
-  // float (B, C, S, S), with the labels and (when mixing) the soft targets.
+  // Augmented float images (B, C, S, S) in [0, 1] before normalisation.
   Batch batch_unnormalized(int64_t epoch, int64_t step) const override;
 
  private:

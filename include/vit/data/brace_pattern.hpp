@@ -8,21 +8,16 @@
 
 namespace vit::data {
 
-// Every name the pattern stands for, in order (the braces expand left to
-// right, the rightmost fastest). A pattern without braces is itself. Braces
-// do not nest; a list may have empty items ("a{,-b}": "a", "a-b") and one
-// item ("{a}": "a"); a range's bounds are non-negative decimal integers.
-// Throws vit::Error naming the pattern for an unmatched (or nested) brace,
-// an empty list, a range whose bounds are not both such integers, a
-// descending range, or more than 1,000,000 names.
+// Every name the pattern stands for, in order (the rightmost braces fastest).
+// Braces do not nest; a list may have empty items ("a{,-b}": "a", "a-b") or one;
+// a range's bounds are non-negative decimal integers. Throws vit::Error naming the
+// pattern for an unmatched or nested brace, an empty list, a bad or descending
+// range, or more than 1,000,000 names.
 std::vector<std::string> expand_braces(const std::string& pattern);
 
-// The expanded names as files under `root` (a relative pattern is taken from
-// `root`, an absolute one as it is). Every file must exist (as a regular
-// file, or a link to one): the first one missing is an error naming it and
-// the pattern, and a pattern that matches no file at all says so ("matches
-// nothing under ROOT"). `key` names the setting in the errors (e.g.
-// "data.train_shards"), before the pattern errors of expand_braces too.
+// The expanded names as files under `root` (an absolute pattern as it is). Every
+// file must exist (a regular file, or a link to one); errors name the first one
+// missing, the pattern, and the setting `key` ("data.train_shards").
 std::vector<std::filesystem::path> shard_files(const std::string& pattern,
                                                const std::filesystem::path& root,
                                                const std::string& key);

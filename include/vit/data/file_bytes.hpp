@@ -17,9 +17,8 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path);
 // the file can hold before it allocates for them.
 class MaybeGzippedFile {
  public:
-  // A deflate stream expands its input at most 1032-fold (RFC 1951's longest
-  // match, 258 bytes, in 2 bits), so a gzip file of N bytes holds fewer than
-  // this many times N bytes of data.
+  // A deflate stream expands its input at most 1032-fold (RFC 1951's longest match,
+  // 258 bytes, in 2 bits).
   static constexpr uint64_t kMaxGzipRatio = 1032;
 
   explicit MaybeGzippedFile(const std::filesystem::path& path);
@@ -28,9 +27,8 @@ class MaybeGzippedFile {
   MaybeGzippedFile& operator=(const MaybeGzippedFile&) = delete;
 
   uint64_t file_size() const { return file_size_; }  // on disk
-  // Whether the file is gzipped; known after the first read.
-  bool gzipped() const;
-  // Most data bytes the file can hold: its size when plain, the bound above when gzipped.
+  bool gzipped() const;                              // known after the first read
+  // Its size when plain, the bound above when gzipped.
   uint64_t max_data_bytes() const;
   // Reads up to `size` bytes; fewer only at the end of the data. A damaged or
   // cut-off gzip stream is an error naming the file.

@@ -1,16 +1,8 @@
 #pragma once
 // The image files of a dataset and their labels, held compactly enough for
-// ImageNet-21k's 14 million files in a few hundred MB: each folder's path is
-// stored once, and the file names, in listing order, are front-coded (each
-// keeps only what differs from the name before it; every 16th is whole, so a
-// name is decoded from at most 16 entries). ImageNet's names
-// ("n01440764_10026.JPEG") take about 8 bytes each this way instead of the
-// ~100 of a std::filesystem::path. The labels are one array of the narrowest
-// integer that holds the class count.
-//
-// A FileList only grows, and growing never copies what it holds: the names,
-// offsets and labels live in std::deques (512-byte blocks), so a listing's
-// peak is the list itself, not the 3x of a doubling vector. The splits of a
+// ImageNet-21k's 14 million files in a few hundred MB: folders stored once, names
+// front-coded, labels in the narrowest integer that holds the class count. A
+// FileList only grows, and growing never copies what it holds. The splits of a
 // dataset are views over one shared list (StreamedSplit::rows), never copies.
 #include <cstdint>
 #include <deque>
@@ -23,12 +15,10 @@ namespace vit::data {
 
 class FileList {
  public:
-  // `num_classes` sizes a label: one byte up to 256 classes, two up to
-  // 65,536, else four.
+  // `num_classes` sizes a label: one byte up to 256 classes, two up to 65,536, else four.
   explicit FileList(int64_t num_classes = 256);
 
-  // Appends the file `name` of `folder`, labelled `label` (in [0,
-  // num_classes)). Consecutive files of one folder share its entry.
+  // `label` in [0, num_classes). Consecutive files of one folder share its entry.
   void add(const std::filesystem::path& folder, std::string_view name, int64_t label);
 
   int64_t size() const { return size_; }

@@ -1,9 +1,6 @@
 #pragma once
-// What the streamed pipeline takes of each image, as a plan for
-// io::decode_planned: torchvision's RandomResizedCrop for training, timm's
-// resize-and-centre-crop (crop_pct) for evaluation, or the in-memory path's
-// squash to the model's size. Pure arithmetic on the image's size; the random
-// draws come from the Rng passed in.
+// What the streamed pipeline takes of each image, as a plan for io::decode_planned.
+// Pure arithmetic on the image's size; the random draws come from the Rng passed in.
 // Key: H x W the image, S the model's side.
 #include <cstdint>
 
@@ -17,11 +14,7 @@ struct CropBox {
   int64_t top = 0, left = 0, height = 0, width = 0;
 };
 
-// torchvision's RandomResizedCrop.get_params (0.14): up to ten tries of an area
-// share uniform in `scale` and an aspect ratio log-uniform in `ratio`, the
-// sides rounded, until the box fits; then its corner uniform over the places
-// it fits. After ten misses, the centred box of the whole image clamped to
-// the ratio range.
+// torchvision's RandomResizedCrop.get_params (0.14), draw for draw.
 CropBox random_resized_crop_box(int64_t height, int64_t width, const RandomResizedCrop& crop,
                                 Rng& rng);
 
@@ -29,10 +22,8 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const RandomResiz
 io::CropResizePlan random_resized_crop_plan(int64_t height, int64_t width, int64_t side,
                                             const RandomResizedCrop& crop, Rng& rng);
 
-// Evaluation, as timm's eval transform (Resize(floor(S / crop_pct)),
-// CenterCrop(S)): the shorter side resized to floor(S / crop_pct), the longer
-// in proportion (truncated, as torchvision does), then the centre S x S
-// window (its corner rounded half to even, as Python's round()).
+// Evaluation, as timm's eval transform: Resize(floor(S / crop_pct)), CenterCrop(S),
+// with torchvision's and Python's roundings.
 io::CropResizePlan center_crop_plan(int64_t height, int64_t width, int64_t side, double crop_pct);
 
 // The in-memory path's transform: the whole image squashed to S x S.

@@ -1,27 +1,16 @@
 #pragma once
-// Batches read from disk every epoch: the images of a StreamedSplit (files or
-// WebDataset shards) are decoded, cropped and flipped on a pool of threads, a
-// few batches ahead of the trainer. On CUDA they are handed over as uint8
-// batches in pinned memory, copied without blocking, and normalised on the
-// GPU; on the CPU the workers normalise too, unless the batch stage needs the
-// pixels. RandAugment, mixup/CutMix and random erasing run on the whole
-// batch, on the device, as in the in-memory path (data/batch_loader).
-//
-// - Memory is bounded by the batches in flight (data.prefetch_batches, and
-//   for shards data.shuffle_buffer encoded samples, at most
-//   data.shuffle_buffer_mb of them), not by the dataset.
-// - Deterministic: the order (files: data/epoch_order, the in-memory path's;
-//   shards: the epoch's shard order and shuffle buffer), each image's crop
-//   and each batch's augmentation are pure functions of the seed, the epoch
-//   and the position, whatever the number of workers.
-// - Any (epoch, step) can be asked for: a resumed run restarts the stream
-//   there (a shard stream reads, without decoding, up to that sample).
-// - Under torchrun (training): files: each rank decodes its rows of every
-//   global batch, as the in-memory path keeps them, so each image is read
-//   once per epoch across the ranks; shards: each rank reads whole shards
-//   (balanced by their sample counts), and an epoch is as many steps as the
-//   rank with the fewest samples fills, or keeping the last batch
-//   (data.drop_last false) the most, the others repeating samples.
+// Batches read from disk every epoch (docs/data.md): the images of a StreamedSplit
+// (files or WebDataset shards) are decoded, cropped and flipped on a pool of threads,
+// a few batches ahead of the trainer; the batch-wide augmentations then run on the
+// device, as in the in-memory path (data/batch_loader).
+// - Memory is bounded by the batches in flight and the shards' shuffle buffer, not
+//   by the dataset.
+// - Deterministic: the order, each image's crop and each batch's augmentation are
+//   pure functions of the seed, the epoch and the position, whatever the workers.
+// - Any (epoch, step) can be asked for: a resumed run restarts the stream there.
+// - Under torchrun (training): files: each rank decodes its rows of every global
+//   batch; shards: each rank reads whole shards, balanced by their sample counts.
+//   What an epoch covers: docs/distributed.md (data.drop_last).
 // Key: B images, C channels, S x S pixels.
 #include <atomic>
 #include <cstdint>
@@ -39,12 +28,9 @@ namespace vit::data {
 struct StreamSettings {
   int64_t channels = 3;  // the model's input: C x S x S
   int64_t side = 224;
-  // Training's crop of the original image; unset: the image is squashed to
-  // S x S and data.augment.crop_padding crops it, as in the in-memory path.
+  // Unset: the image is squashed to S x S, then crop_padding crops it in training.
   std::optional<RandomResizedCrop> random_resized_crop;
-  // Evaluation with a random_resized_crop: the shorter side to
-  // floor(S / crop_pct), then the centre S x S (unset: squashed to S x S).
-  double crop_pct = 0.875;
+  double crop_pct = 0.875;        // evaluation_plan's, with a random_resized_crop
   int64_t workers = 0;            // decode threads; 0 = one per core
   int64_t prefetch_batches = 0;   // decoded batches held ahead; 0 = 2 on the CPU, 4 on CUDA
   int64_t shuffle_buffer = 2000;  // shards, training: samples shuffled together
@@ -57,14 +43,13 @@ struct StreamSettings {
 // The stream settings a config asks for (data.*, the model's size).
 StreamSettings stream_settings(const Config& config);
 
-// How evaluation takes an image of H x W (no randomness): timm's resize and
-// centre crop where training crops at random, else the in-memory path's squash.
+// How evaluation takes an H x W image: with a random_resized_crop, the shorter side
+// to floor(S / crop_pct), then the centre S x S (timm's); else squashed to S x S.
 io::CropResizePlan evaluation_plan(const StreamSettings& settings, int64_t height, int64_t width);
 
 class StreamLoader : public BatchSource {
  public:
-  // Checks the options (batch size, the shards of a sharded run) and the
-  // split; reads nothing until the first batch is asked for.
+  // Checks the options and the split; reads nothing until the first batch.
   StreamLoader(StreamedSplit split, LoaderOptions options, StreamSettings settings);
   ~StreamLoader() override;
   StreamLoader(const StreamLoader&) = delete;
@@ -78,12 +63,10 @@ class StreamLoader : public BatchSource {
   Batch batch_unnormalized(int64_t epoch, int64_t step) const override;
   std::optional<PipelineBytes> pipeline_bytes() const override;
 
-  // This process's images of a step of batch size B (its rows of the global
-  // batch when training under torchrun).
+  // This process's images of a step (its rows of the global batch under torchrun).
   int64_t local_batch_size() const { return local_batch_; }
 
-  // The shuffle buffer's bytes, now and at most, kept by the pass that fills
-  // it (atomics: the planner thread writes, the trainer's thread reads).
+  // The shuffle buffer's bytes, now and at most (the planner thread writes them).
   struct BufferBytes {
     std::atomic<int64_t> now{0}, peak{0};
     void add(int64_t bytes);

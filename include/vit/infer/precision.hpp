@@ -1,7 +1,6 @@
 #pragma once
-// Mixed precision for training and inference alike: which precision a step
-// runs (train.precision auto), and an autocast scope for bf16/fp16. The loss
-// scaling that fp16 training needs is train/loss_scaler.hpp.
+// Mixed precision for training and inference: which precision a step runs, and an
+// autocast scope for bf16/fp16. fp16's loss scaling is train/loss_scaler.hpp.
 #include <optional>
 #include <string>
 
@@ -13,11 +12,10 @@
 
 namespace vit {
 
-// The low-precision type of a precision: bf16 or fp16, none for fp32.
-// Throws vit::Error for auto (resolve it with choose_precision first).
+// bf16 or fp16, none for fp32. Throws vit::Error for auto (see choose_precision).
 std::optional<at::ScalarType> autocast_dtype(Precision precision);
 
-// What decides train.precision auto: the device and its arithmetic.
+// What decides train.precision auto.
 struct PrecisionHardware {
   bool cuda = false;
   int cuda_major = 0, cuda_minor = 0;  // compute capability, on CUDA
@@ -26,32 +24,26 @@ struct PrecisionHardware {
 };
 PrecisionHardware precision_hardware(c10::Device device);
 
-// The precision a step runs, and why.
 struct PrecisionChoice {
   Precision precision = Precision::kFp32;  // fp32, bf16 or fp16: never auto
-  // One line for the log: "precision auto: fp32 (this CPU has no bf16
-  // instructions: avx2)", or "precision bf16" when it was asked for.
+  // For the log: "precision auto: fp32 (this CPU has no bf16 instructions: avx2)".
   std::string description;
-  // Set when bf16 was asked for on a CPU without bf16 instructions, where
-  // LibTorch emulates it: the warning to log once.
+  // To log once: bf16 asked for on a CPU without bf16 instructions (emulated).
   std::optional<std::string> warning;
 };
 
-// auto picks bf16 on CPUs that compute it (AVX512_BF16, AMX) and on CUDA
-// devices of compute capability 8.0 and up, fp16 (with loss scaling) on
-// older CUDA devices, fp32 on other CPUs. fp32, bf16 and fp16 stay as they
-// are; fp16 off CUDA is a vit::Error.
+// auto picks bf16 on CPUs that compute it (AVX512_BF16, AMX) and on CUDA devices of
+// compute capability 8.0 and up, fp16 on older CUDA devices, fp32 on other CPUs.
+// fp16 off CUDA is a vit::Error.
 PrecisionChoice choose_precision(Precision requested, const PrecisionHardware& hardware);
 PrecisionChoice choose_precision(Precision requested, c10::Device device);
 
-// The precision a model trained in `trained` precision is evaluated in on
-// `device`: its training precision, so a bf16 model is tested, evaluated and
-// asked for predictions in bf16, as it was validated; auto is what auto
-// picks on `device`. fp16 needs CUDA; off CUDA an fp16 model runs in fp32.
+// A model's evaluation precision on `device`: its training one, as it was
+// validated (auto: what auto picks on `device`); an fp16 model runs in fp32 off CUDA.
 Precision evaluation_precision(Precision trained, c10::Device device);
 
-// Turns autocast on for the device type for the scope's lifetime.
-// fp32 does nothing; bf16 works on CPU and CUDA; fp16 needs CUDA.
+// Autocast on for the device type for the scope's lifetime; fp32 does nothing,
+// fp16 needs CUDA.
 class AutocastScope {
  public:
   AutocastScope(Precision precision, c10::Device device);

@@ -1,10 +1,7 @@
 #pragma once
-// Images in and out of the library. Every image here is a uint8 tensor (C, H, W)
-// with C = 1 (gray) or 3 (RGB, in that order); batches are (B, C, H, W). OpenCV
-// stays inside src/io, so callers never see cv::Mat.
-//
-// Nothing here touches global state (no cv::setNumThreads, no caches), so the
-// decode and resize functions may be called from many threads at once.
+// Images in and out of the library: uint8 (C, H, W) with C = 1 (gray) or 3 (RGB);
+// batches (B, C, H, W). Nothing here touches global state, so the decode and resize
+// functions may be called from many threads at once.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -15,46 +12,36 @@
 
 namespace vit::io {
 
-// Reads an image file of any size, channel count (gray, gray+alpha, RGB, RGBA)
-// and depth (8/16-bit, float) into uint8 (channels, side, side): channels = 1
-// gives luma (0.299 R + 0.587 G + 0.114 B), channels = 3 gives RGB with gray
-// replicated. Alpha is dropped. 16-bit values are scaled by 255/65535 and float
-// values are taken as [0, 1]. Non-square images are stretched to side x side.
-// side = 0 keeps the file's size. Throws vit::Error naming the file when it is
-// missing or cannot be decoded.
+// Reads an image of any size, channel count and depth (8/16-bit, float in [0, 1])
+// into uint8 (channels, side, side): 1 gives luma (0.299 R + 0.587 G + 0.114 B), 3
+// gives RGB with gray replicated; alpha is dropped. Stretched to side x side; side =
+// 0 keeps the file's size. Throws vit::Error naming a missing or undecodable file.
 at::Tensor read_image(const std::filesystem::path& path, int64_t channels, int64_t side);
 
-// The same from an encoded file held in memory (PNG, JPEG, BMP, ...). `name`
-// only labels error messages. Thread-safe.
+// The same from encoded bytes in memory; `name` only labels error messages.
 at::Tensor decode_image(const uint8_t* data, size_t size, int64_t channels, int64_t side,
                         const std::string& name);
 at::Tensor decode_image(const std::vector<uint8_t>& bytes, int64_t channels, int64_t side,
                         const std::string& name);
 
-// Resizes uint8 (C, H, W) to (C, side, side). Returns the input itself when it
-// already has that size. Shrinking averages pixel areas (INTER_AREA); enlarging
-// interpolates bilinearly (INTER_LINEAR).
+// (C, H, W) -> (C, side, side); the input itself when it already has that size.
+// Shrinking averages pixel areas (INTER_AREA); enlarging is bilinear.
 at::Tensor resize_image(const at::Tensor& image, int64_t side);
 
-// Resizes every image of a uint8 batch (B, C, H, W) to (B, C, side, side), in
-// parallel over the batch; the same filters as resize_image. Returns the input
-// itself when it already has that size.
+// resize_image over a batch (B, C, H, W), in parallel.
 at::Tensor resize_batch(const at::Tensor& images, int64_t side);
 
-// Writes uint8 (C, H, W), C = 1 or 3 (RGB), as a PNG, creating missing parent
-// folders, and returns the bytes written (for a caller that also embeds
-// them). Throws vit::Error naming the path when any step fails.
+// Writes a PNG, creating missing parent folders, and returns its bytes. Throws
+// vit::Error naming the path when any step fails.
 std::vector<uint8_t> write_png(const std::filesystem::path& path, const at::Tensor& image);
 
-// Encodes uint8 (C, H, W) as PNG bytes.
 std::vector<uint8_t> encode_png(const at::Tensor& image);
 
-// Float [0, 1] -> uint8 by round(x * 255) after clamping; works on any shape.
+// Float [0, 1] -> uint8 by round(x * 255) after clamping; any shape.
 at::Tensor to_uint8(const at::Tensor& image);
 
-// Undoes the trainer's normalisation: x * std + mean per channel, clamped to
-// [0, 1]. `image` is float (C, H, W) or (B, C, H, W); mean and std have C
-// entries (or one, used for every channel).
+// x * std + mean per channel, clamped to [0, 1], for float (C, H, W) or (B, C, H, W);
+// mean and std have C entries (or one for every channel).
 at::Tensor unnormalize(const at::Tensor& image, const std::vector<double>& mean,
                        const std::vector<double>& std);
 

@@ -1,9 +1,7 @@
 #pragma once
-// What a JPEG's header says before any pixel is decoded: its size and its
-// EXIF orientation. The streamed pipeline needs the size first to choose a
-// crop, and with it a DCT scale (data/stream_loader, io/planned_decode).
-// The bytes are untrusted: every offset is checked, and a header that does
-// not parse gives nullopt, never a read outside `data`.
+// What a JPEG's header says before any pixel is decoded: its size and EXIF
+// orientation. The bytes are untrusted: a header that does not parse gives nullopt,
+// never a read outside `data`.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,22 +12,17 @@ struct JpegHeader {
   int64_t width = 0;  // as stored (the SOF segment)
   int64_t height = 0;
   int orientation = 1;  // EXIF tag 0x0112, 1..8 (1 when absent or out of range)
-  // The bytes of DCT coefficients libjpeg holds for the whole image before
-  // it can give a row: for a progressive file, or one whose first scan
-  // holds fewer than all its components; 0 for the others, which decode
-  // row by row.
+  // The DCT coefficients libjpeg holds for the whole image before it can give a row
+  // (a progressive file, or a first scan without every component); else 0.
   int64_t coefficient_bytes = 0;
 
-  // The size after the EXIF rotation that decoding applies (orientations
-  // 5 to 8 turn the image a quarter, swapping width and height).
+  // After the EXIF rotation that decoding applies.
   int64_t oriented_width() const { return orientation >= 5 ? height : width; }
   int64_t oriented_height() const { return orientation >= 5 ? width : height; }
 };
 
-// The header of a baseline, extended or progressive JPEG, read to its first
-// scan (SOS); nullopt when `data` is not a JPEG or its markers end, or run
-// past the buffer, before a frame header (SOF) with a non-zero size and
-// valid sampling factors, then a scan header.
+// A baseline, extended or progressive JPEG's header, read to its first scan (SOS);
+// nullopt unless a valid frame header (SOF) and a scan header come first.
 std::optional<JpegHeader> read_jpeg_header(const uint8_t* data, size_t size);
 
 }  // namespace vit::io

@@ -39,8 +39,7 @@ struct PlotOptions {
   std::string title;          // optional line above all panels
 };
 
-// Where a panel's data lands: the axes rectangle in pixels and the data range
-// it shows. Exposed so callers and tests can locate points.
+// Where a panel's data lands: the axes rectangle in pixels and the data range shown.
 struct Axes {
   int left = 0, top = 0, width = 0, height = 0;  // pixels, inside the frame
   double x_min = 0, x_max = 1, y_min = 0, y_max = 1;
@@ -50,10 +49,9 @@ struct Axes {
 // The axes of each panel, as render_plot draws them.
 std::vector<Axes> plot_layout(const std::vector<Panel>& panels, const PlotOptions& options = {});
 
-// Renders the panels left to right on white: uint8 RGB (3, height, panels * panel_width).
-// Degenerate data (no points, one point, all-equal values, NaNs) gives a sane
-// range instead of an error. Series beyond the tenth reuse tab10's colours with
-// another marker shape (square, triangle, diamond).
+// The panels left to right on white: uint8 RGB (3, height, panels * panel_width).
+// Degenerate data (no points, one point, all-equal values, NaNs) gives a sane range,
+// not an error. Series beyond the tenth reuse tab10's colours with another marker.
 at::Tensor render_plot(const std::vector<Panel>& panels, const PlotOptions& options = {});
 
 // Round tick positions covering [lo, hi] with at most max_ticks ticks and steps

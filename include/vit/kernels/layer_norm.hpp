@@ -1,14 +1,8 @@
 #pragma once
-// LayerNorm over the last dimension with a weight and a bias, as
-// torch::layer_norm computes it (biased variance, eps inside the square root).
-//
-// On CPUs with AVX2 or AVX-512, contiguous fp32 inputs go through a kernel of
-// our own, forward and backward (kernels/simd/layer_norm.inc, compiled for
-// both). It can write bf16 directly, for a LayerNorm that feeds a bf16 matrix
-// product: LibTorch would write fp32 and autocast would then cast it, and
-// cast the gradient back, in two more passes. Everything else (other devices
-// and dtypes, strided views, CPUs without AVX2) runs torch::layer_norm, cast
-// where bf16 was asked for. (measured: docs/benchmarks.md, "Why the own kernels")
+// LayerNorm over the last dimension with a weight and a bias, as torch::layer_norm
+// computes it (biased variance, eps inside the square root). On CPUs with AVX2 or
+// AVX-512, contiguous fp32 inputs use our kernel, which can write bf16 directly;
+// everything else runs torch::layer_norm, cast where bf16 was asked for.
 #include <torch/types.h>
 
 namespace vit {
@@ -17,9 +11,8 @@ namespace vit {
 torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
                          const torch::Tensor& bias, double eps, bool to_bf16 = false);
 
-// layer_norm() for the input of a linear layer: bf16 where the linear layer
-// runs in bf16 on the CPU under autocast (which would cast it there anyway),
-// x's dtype elsewhere.
+// layer_norm() for a linear layer's input: bf16 where that layer runs in bf16 on the
+// CPU under autocast, x's dtype elsewhere.
 torch::Tensor layer_norm_for_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias, double eps);
 

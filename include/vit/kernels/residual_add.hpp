@@ -1,14 +1,8 @@
 #pragma once
-// The residual connection after a linear layer, x + (y + bias), with the
-// layer's bias left out of its matrix product and added here instead.
-//
-// LibTorch's addmm starts by copying the bias into every row of its output,
-// one pass; under bf16 autocast the residual add then widens the product to
-// fp32, a second pass, before adding, a third; backward, autograd narrows the
-// gradient to bf16 and sums it over the rows for the bias in two more. On
-// CPUs with AVX2 or AVX-512 a kernel of our own (kernels/simd/residual.inc)
-// does each direction in one pass. Everything else (other devices and dtypes,
-// strided views, CPUs without AVX2) runs ATen's x + (y + bias).
+// The residual connection after a linear layer, x + (y + bias), with the layer's
+// bias left out of its matrix product and added here instead. On CPUs with AVX2 or
+// AVX-512 our kernel does each direction in one pass; everything else runs ATen's
+// x + (y + bias).
 #include <torch/types.h>
 
 namespace vit {

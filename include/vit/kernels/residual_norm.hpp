@@ -1,16 +1,9 @@
 #pragma once
 // A pre-norm transformer's seam: the residual connection after a linear layer,
 // z = x + (y + bias) with the layer's bias left out of its product
-// (kernels/residual_add), and the LayerNorm that the next layer reads, n =
-// layer_norm(z) (kernels/layer_norm), in one pass over each row.
-//
-// Apart, the norm reads z back from memory after the residual wrote it, and
-// backward autograd adds the norm's gradient of z to the one the residual
-// stream holds (a pass over three fp32 tensors) before the residual's
-// backward reads the sum again. On CPUs with AVX2 or AVX-512 a kernel of our
-// own (kernels/simd/residual_norm.inc) does each direction in one pass, with
-// the same arithmetic as the two kernels: the results are the same bits.
-// Everything else runs the two apart (see add_biased_residual_then_norm).
+// (kernels/residual_add), and the LayerNorm the next layer reads, n = layer_norm(z)
+// (kernels/layer_norm). On CPUs with AVX2 or AVX-512 our kernel does each direction
+// in one pass, to the same bits as the two apart; everything else runs them apart.
 #include <torch/types.h>
 
 namespace vit {
@@ -31,8 +24,8 @@ ResidualAndNorm add_biased_residual_then_norm(const torch::Tensor& x, const torc
                                               bool to_bf16);
 
 // Whether add_biased_residual_then_norm() runs our kernel: where both
-// add_biased_residual and layer_norm would, and y is bf16 exactly when
-// `to_bf16` (y undefined: any contiguous y shaped like x that fits).
+// add_biased_residual and layer_norm would, and y is bf16 exactly when `to_bf16`
+// (y undefined: any contiguous y shaped like x that fits).
 bool biased_residual_then_norm_uses_own_kernel(const torch::Tensor& x, const torch::Tensor& bias,
                                                const torch::Tensor& weight,
                                                const torch::Tensor& norm_bias, bool to_bf16,

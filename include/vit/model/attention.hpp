@@ -14,9 +14,8 @@
 
 namespace vit {
 
-// Analyses (head ablation): one head's output replaced before the output
-// projection, by `value` (broadcast to (B,Nq,Dh)) or by zeros when that is
-// undefined.
+// Head ablation: one head's output replaced before the output projection, by
+// `value` (broadcast to (B,Nq,Dh)), or zeros when that is undefined.
 struct HeadRemoval {
   int64_t head = -1;  // -1: no head is removed
   torch::Tensor value;
@@ -24,17 +23,15 @@ struct HeadRemoval {
 
 // What an analysis asks of an attention layer.
 struct AttentionCall {
-  // Also return the probabilities (B,H,Nq,N), from an explicit softmax in
-  // fp32; otherwise the fastest kernel runs.
+  // Also return the probabilities (B,H,Nq,N), from an explicit fp32 softmax;
+  // otherwise the fastest kernel runs.
   bool probabilities = false;
-  // Also return the merged heads as computed, before `removal`.
-  bool head_outputs = false;
+  bool head_outputs = false;  // also return the merged heads before `removal`
   HeadRemoval removal;
 };
 
-// The query rows a layer computes, the model's own speed choice: every
-// token's, or the class token's alone (with pool "cls" the last block needs
-// nothing else, for about 3/4 less of its work).
+// The query rows a layer computes: every token's, or the class token's alone (all
+// that the last block needs with pool "cls").
 enum class QueryRows { kAll, kClassToken };
 
 struct AttentionResult {
@@ -49,27 +46,23 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const ModelConfig& cfg);
   // MSA(x) = project(softmax(q k^T / sqrt(Dh)) v): attend, then the output projection.
   torch::Tensor forward(const torch::Tensor& x);
-  // The heads' outputs of `rows`, merged, with what `call` asks for: the one
-  // attention function.
+  // The one attention function: the heads' outputs of `rows`, merged, with what
+  // `call` asks for.
   AttentionResult attend(const torch::Tensor& x, const AttentionCall& call = {},
                          QueryRows rows = QueryRows::kAll);
-  // The output projection, proj_drop(proj(merged)), as a branch that the
-  // residual add applies (Residual::operator+). (B,Nq,I) -> (B,Nq,D)
+  // proj_drop(proj(merged)) as a branch for Residual::operator+. (B,Nq,I) -> (B,Nq,D)
   Branch project(const torch::Tensor& merged);
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   torch::nn::Dropout attn_drop{nullptr}, proj_drop{nullptr};
 
  private:
-  // (B,N,D) -> q, k, v each (B,H,N,Dh); q (B,H,1,Dh) of the class token alone
-  // for QueryRows::kClassToken
+  // (B,N,D) -> q, k, v each (B,H,N,Dh); q (B,H,1,Dh) for QueryRows::kClassToken
   std::vector<torch::Tensor> split_heads(const torch::Tensor& x, QueryRows rows);
-  // softmax(q k^T / sqrt(Dh)) v of x's heads, merged, (B,Nq,I): straight from
-  // the qkv projection on CPUs with AMX (kernels/attention_from_projection), SDPA's fused
-  // kernels on GPUs (LibTorch >= 2.0), the explicit softmax elsewhere
+  // softmax(q k^T / sqrt(Dh)) v of x's heads, merged, (B,Nq,I), by the fastest kernel
   torch::Tensor fused(const torch::Tensor& x, QueryRows rows);
-  // The same, explicit, with the probabilities (B,H,Nq,N), computed in fp32
-  // and returned in `probs_dtype` (fp32, or bf16 to feed a bf16 product)
+  // The same, explicit, with the probabilities (B,H,Nq,N) computed in fp32 and
+  // returned in `probs_dtype`
   std::pair<torch::Tensor, torch::Tensor> explicit_softmax(const torch::Tensor& q,
                                                            const torch::Tensor& k,
                                                            const torch::Tensor& v,

@@ -11,8 +11,7 @@
 
 namespace vit {
 
-// Analyses (branch ablation): a block's attention or MLP branch left out,
-// its residual kept: x + attn(norm1(x)) becomes x, or h + mlp(norm2(h)) becomes h.
+// Branch ablation: x + attn(norm1(x)) becomes x, or h + mlp(norm2(h)) becomes h.
 struct BlockSkip {
   bool attention = false;
   bool mlp = false;
@@ -31,8 +30,7 @@ class MlpImpl : public torch::nn::Module {
   // A `hidden`-wide MLP on `dim` tokens (the attention pool's).
   MlpImpl(int64_t dim, int64_t hidden, Activation activation, double dropout);
   torch::Tensor forward(const torch::Tensor& x);
-  // The same as a branch whose fc2 the residual add applies
-  // (Residual::operator+): drop(fc2(drop(act(fc1(x))))).
+  // drop(fc2(drop(act(fc1(x))))) as a branch whose fc2 the residual add applies.
   Branch branch(const torch::Tensor& x);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::Dropout drop{nullptr};
@@ -56,12 +54,11 @@ TORCH_MODULE(LayerScale);
 // h + ls2(mlp(norm2(h))); ls1 and ls2 are the identity without LayerScale.
 class BlockImpl : public torch::nn::Module {
  public:
-  // `drop_path_rate`: stochastic depth, the chance in training that an
-  // image's residual branch is dropped (the kept ones scaled by 1 / (1 - rate)).
+  // `drop_path_rate`: the chance in training that an image's residual branch is
+  // dropped (the kept ones scaled by 1 / (1 - rate)).
   explicit BlockImpl(const ModelConfig& cfg, double drop_path_rate = 0.0);
   torch::Tensor forward(const torch::Tensor& x);
-  // The same on the residual stream for the query `rows`, with a branch left
-  // out where `skip` says, returning what `call` asks for.
+  // The same on the residual stream for the query `rows`, returning what `call` asks for.
   BlockResult run(Residual x, const AttentionCall& call = {}, BlockSkip skip = {},
                   QueryRows rows = QueryRows::kAll);
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
@@ -71,8 +68,7 @@ class BlockImpl : public torch::nn::Module {
   double drop_path_rate = 0.0;
 
  private:
-  // x + drop_path(ls(branch)): the branch left to the add (Residual::operator+),
-  // or, with LayerScale or dropped paths, computed apart first.
+  // x + drop_path(ls(branch))
   Residual add(Residual& x, const Branch& branch, const LayerScale& ls) const;
   torch::Tensor drop_path(const torch::Tensor& branch) const;  // (B, Nq, D)
 };

@@ -1,16 +1,11 @@
 #pragma once
 // Shape key: B batch, N tokens, D model width, K the width a branch's last
 // linear layer reads.
-//
 // The residual stream, so that a block reads as the paper writes it,
 //   h = x + attn(norm1(x));  out = h + mlp(norm2(h)),
-// while the adds and norms run fused. A branch's last linear layer stays
-// unapplied (Branch), and the add that takes it is evaluated when the stream
-// is first read: by norm(stream), in one pass with the add where
-// kernels/residual_norm runs, or by tensor(), with the layer's bias folded
-// into the add where kernels/residual_add runs. So the last add of a block and
-// the next block's norm1 go in one pass, and no norm is handed between blocks.
-// Reading evaluates, so the reads are not const; a copy evaluates on its own.
+// while the adds and norms run fused: an add, with its branch's last linear layer,
+// is evaluated when the stream is first read. Reading evaluates, so the reads are
+// not const; a copy evaluates on its own.
 #include <optional>
 
 #include <torch/nn/modules/dropout.h>
@@ -19,8 +14,7 @@
 
 namespace vit {
 
-// drop(layer(input)), not yet computed: a residual branch whose last linear
-// layer the add applies.
+// drop(layer(input)), not yet computed: a branch whose last layer the add applies.
 struct Branch {
   torch::nn::Linear layer;
   torch::nn::Dropout drop;
@@ -36,12 +30,10 @@ class Residual {
 
   // The stream (B,N,D), computing a pending add.
   const torch::Tensor& tensor();
-  // norm(stream) as a linear layer reads it (bf16 under CPU bf16 autocast):
-  // computed with a pending add in one pass, or kept from the last call for
-  // the same norm.
+  // norm(stream) as a linear layer reads it (bf16 under CPU bf16 autocast); kept
+  // from the last call for the same norm.
   torch::Tensor normalized(const torch::nn::LayerNorm& norm);
-  // The class token's row (B,1,D): the residual of a block that computes
-  // the class token alone.
+  // The class token's row (B,1,D), for a block that computes it alone.
   Residual class_token();
 
   // The stream plus the branch, evaluated when first read.

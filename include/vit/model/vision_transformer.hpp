@@ -1,12 +1,9 @@
 #pragma once
 // Vision Transformer (Dosovitskiy et al., 2020), pre-norm, with timm's
 // VisionTransformer options and parameter names (docs/models.md).
-//
-// Shape key:  B batch, C channels, S image side, P patch side, g = S / P grid side,
-//             F prefix tokens (the class token, the distillation token, the
-//             R registers), N = F + g*g tokens, D model width,
-//             H heads, Dh head width, I = H * Dh attention inner width, M MLP width,
-//             K classes.
+// Shape key: B batch, C channels, S image side, P patch side, g = S / P grid side,
+// F prefix tokens (class, distillation, R registers), N = F + g*g tokens, D width,
+// H heads, Dh head width, I = H * Dh attention inner width, M MLP width, K classes.
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -37,28 +34,22 @@ struct LogitsAndAttention {
   std::vector<torch::Tensor> attention;  // one (B,H,N,N) per layer, rows sum to 1
 };
 
-// What an analysis reads or changes while the blocks run: the model's one
-// block loop (VisionTransformerImpl::forward_blocks) calls it around each
-// block, so no analysis writes a loop of its own.
+// What an analysis reads or changes around each block of the model's one block
+// loop (forward_blocks), so no analysis writes a loop of its own.
 class BlockVisitor {
  public:
   virtual ~BlockVisitor() = default;
-  // Before block `layer`: its attention call and skips, to change. They come
-  // set to the explicit softmax with its probabilities (fp32, never a fused
-  // kernel), nothing removed or skipped.
+  // Before block `layer`: its attention call and skips, to change. They come set to
+  // the explicit fp32 softmax with its probabilities, nothing removed or skipped.
   virtual void before(int64_t /*layer*/, AttentionCall& /*call*/, BlockSkip& /*skip*/) {}
   // After it: what it returned. `result.out` may be replaced (patching:
   // result.out = Residual(tensor)); the next block reads whatever is there.
   virtual void after(int64_t /*layer*/, BlockResult& /*result*/) {}
 };
 
-// How forward_blocks runs.
 struct BlockPass {
-  // The first block to run; the tokens given are the stream that enters it
-  // (layer `first`).
-  int64_t first = 0;
-  // Analyses: called around each block, on the explicit path. nullptr: the
-  // fast path, with the fused kernels between blocks.
+  int64_t first = 0;  // the first block to run; the tokens given are the stream entering it
+  // Called around each block, on the explicit path; nullptr: the fast, fused path.
   BlockVisitor* visitor = nullptr;
 };
 
@@ -66,39 +57,33 @@ struct BlockPass {
 class VisionTransformerImpl : public torch::nn::Module {
  public:
   explicit VisionTransformerImpl(const ModelConfig& cfg);
-  // (B,C,S,S) -> (B,K): forward_head(forward_features(images)), where the
-  // last block computes only the rows the head reads (head_rows): the same
-  // logits and gradients as the full block.
+  // (B,C,S,S) -> (B,K). The last block computes only the rows the head reads, with
+  // the same logits and gradients as the full block.
   torch::Tensor forward(const torch::Tensor& images);
   // The embeddings, every block and the final norm: (B,C,S,S) -> (B,N,D).
   torch::Tensor forward_features(const torch::Tensor& images, const BlockPass& pass = {});
-  // The pooling, fc_norm and the head (the two heads' mean, distilled):
-  // (B,N,D) -> (B,K); without a head (num_classes 0), the pooled features (B,D).
+  // Pooling, fc_norm and the head (distilled: the two heads' mean): (B,N,D) -> (B,K);
+  // without a head (num_classes 0), the pooled features (B,D).
   torch::Tensor forward_head(const torch::Tensor& features);
   // The logits and every layer's attention probabilities, in one explicit pass.
   LogitsAndAttention forward_with_attention(const torch::Tensor& images);
   const ModelConfig& config() const { return cfg_; }
-  // Training: the blocks that recompute their activations in the backward
-  // pass (model/block_checkpoint.hpp), as timm's set_grad_checkpointing.
-  // Applies where gradients are on, on the fast path; analyses are unaffected.
+  // Blocks that recompute their activations in the backward pass (timm's
+  // set_grad_checkpointing); only with gradients on, on the fast path.
   void set_grad_checkpointing(GradCheckpointing checkpointing) { checkpointing_ = checkpointing; }
 
-  // The pieces of forward_features:
-  // (B,C,S,S) -> (B,N,D): the prefix tokens and the embedded patches, norm_pre
-  // applied: the stream entering block 0 (layer 0).
+  // The pieces of forward_features. embed: (B,C,S,S) -> (B,N,D), the prefix tokens
+  // and embedded patches after norm_pre: the stream entering block 0.
   torch::Tensor embed(const torch::Tensor& images);
-  // The blocks from pass.first on: (B,N,D), the stream entering block
-  // pass.first -> the stream after the last block.
+  // (B,N,D) stream entering block pass.first -> the stream after the last block.
   torch::Tensor forward_blocks(torch::Tensor tokens, const BlockPass& pass = {});
   // The final norm on every token: (B,N,D) -> (B,N,D); the identity with fc_norm.
   torch::Tensor final_norm(const torch::Tensor& tokens);
-  // A residual stream's logits: forward_head(final_norm(tokens)), the logit
-  // lens and patching's readout of any layer. (B,N,D) -> (B,K)
+  // forward_head(final_norm(tokens)): any layer's readout. (B,N,D) -> (B,K)
   torch::Tensor stream_logits(const torch::Tensor& tokens);
   // (B,N,D) -> (B,D): what the head reads, before fc_norm.
   torch::Tensor pool(const torch::Tensor& tokens);
-  // The patches' rows of a token sequence, after the prefix tokens:
-  // (B,N,D) -> (B,g*g,D), a view.
+  // The patches' rows, after the prefix tokens: (B,N,D) -> (B,g*g,D), a view.
   torch::Tensor patch_tokens(const torch::Tensor& tokens) const;
 
   PatchEmbed patch_embed{nullptr};
@@ -118,8 +103,7 @@ class VisionTransformerImpl : public torch::nn::Module {
  private:
   void init_weights();
   BlockImpl& block(int64_t index);
-  // The rows the head reads of the last block's output: with pool "cls", the
-  // class token alone (B,1,D), for about 3/4 less of that block's work.
+  // The rows of the last block's output the head reads; pool "cls": (B,1,D).
   QueryRows head_rows() const;
   // forward_blocks with the last block computing `last_rows`.
   torch::Tensor run_blocks(torch::Tensor tokens, const BlockPass& pass, QueryRows last_rows);
@@ -128,8 +112,8 @@ class VisionTransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(VisionTransformer);
 
-// Exact parameter count and forward FLOPs (multiply-adds, as in timm's tables) for a config,
-// without building the model.
+// Exact parameter count and forward FLOPs (multiply-adds, as timm's tables), without
+// building the model.
 int64_t count_parameters(const ModelConfig& cfg);
 int64_t forward_flops(const ModelConfig& cfg);
 

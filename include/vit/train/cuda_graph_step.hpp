@@ -1,19 +1,10 @@
 #pragma once
-// A training step replayed from a CUDA graph. Launching the few thousand
-// kernels of a ViT step one by one costs the host more time than small
-// batches take on the GPU; a graph captured once launches them all at once.
-//
-// The step must not wait for the device or decide anything on the host from
-// device values (no .item()): the trainer's step, the optimizer (learning rate
-// and step count on the device), fp16's loss scaler and StepTotals are built
-// so. Its inputs, the micro-batches of one optimizer step, are copied into
-// static buffers before each replay.
-//
-// The first `warmup_steps` steps run eagerly on a side stream (cuBLAS and the
-// allocator settle there, as CUDA graphs require), then the next step is
-// captured and replayed. A batch of other shapes than the captured one runs
-// eagerly; so does every step on a device other than CUDA, in a build without
-// CUDA, or after a failed capture (logged once).
+// A training step replayed from a CUDA graph, which launches a step's few thousand
+// kernels at once. The step must not wait for the device or decide anything on the
+// host from device values (no .item()). Its micro-batches are copied into static
+// buffers before each replay. The first `warmup_steps` steps run eagerly, then the
+// next is captured and replayed. A batch of other shapes than the captured one runs
+// eagerly; so does every step off CUDA, or after a failed capture (logged once).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,8 +25,7 @@ class CudaGraphStep {
   CudaGraphStep(Step step, c10::Device device, int64_t warmup_steps = 3);
   ~CudaGraphStep();
 
-  // Runs the step on `micro_batches`: eagerly, captured, or replayed (see above).
-  void run(const std::vector<data::Batch>& micro_batches);
+  void run(const std::vector<data::Batch>& micro_batches);  // eager, captured or replayed
   int64_t replays() const;  // steps run as a replay of the captured graph
 
  private:

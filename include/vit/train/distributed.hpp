@@ -1,12 +1,9 @@
 #pragma once
-// Data-parallel training on torch.distributed's c10d: vit joins the world that
-// torchrun describes in its environment (RANK, WORLD_SIZE, LOCAL_RANK,
-// MASTER_ADDR, MASTER_PORT) through a TCPStore and a process group (Gloo on
-// CPU, NCCL on CUDA). There is no launcher and no transport of our own.
-//
-// Every rank holds the whole model and optimizer; gradients are averaged over
-// the ranks before the optimizer step, so every rank takes the same step and
-// the weights stay identical without being sent around.
+// Data-parallel training on c10d (docs/distributed.md): vit joins the world that
+// torchrun's environment describes (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT) through a TCPStore and a process group (Gloo on CPU, NCCL on CUDA).
+// Every rank holds the whole model and optimizer; gradients are averaged before the
+// optimizer step, so every rank takes the same step and the weights stay identical.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -29,24 +26,20 @@ struct DistributedEnv {
   int local_world_size = 1;  // ranks on this machine: they share its cores
   std::string master_addr;
   int master_port = 0;
-  // torchrun's agent already serves the store at MASTER_ADDR:MASTER_PORT
-  // (TORCHELASTIC_USE_AGENT_STORE=True); every rank connects as a client.
+  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent serves the store; every rank
+  // connects as a client.
   bool agent_store = false;
 };
 
-// The environment of this process when torchrun (or anything that sets the
-// same variables) started it; nullopt when none of them is set (vit runs
-// alone). `lookup` is getenv by default. Throws vit::Error for a partial or
-// malformed set, naming the variable, the value and what was expected.
+// This process's torchrun variables; nullopt when none is set (vit runs alone).
+// `lookup` is getenv by default. Throws vit::Error for a partial or malformed set,
+// naming the variable, the value and what was expected.
 std::optional<DistributedEnv> distributed_env(
     const std::function<const char*(const char*)>& lookup = {});
 
-// Where Gloo's connections bind, in this order: the network interface
-// GLOO_SOCKET_IFNAME names, as in PyTorch; the master's address itself when
-// it is a loopback address, so that ranks on one machine meet there whether
-// or not its hostname resolves; otherwise the address this machine's
-// hostname resolves to (Gloo's default, which falls back to loopback with a
-// warning).
+// Where Gloo's connections bind: the interface GLOO_SOCKET_IFNAME names, as in
+// PyTorch; else the master's address when it is loopback; else the address the
+// hostname resolves to (Gloo's default).
 struct GlooBinding {
   enum Kind { kInterface, kAddress, kHostname } kind;
   std::string name;  // the interface or the address; empty for kHostname
@@ -60,15 +53,13 @@ DistBackend choose_backend(DistBackend requested, c10::Device device);
 
 class ProcessGroup {
  public:
-  // Connects to the store and builds the process group; every rank blocks
-  // here until all have arrived or `timeout` has passed. The timeout also
-  // bounds every later collective, so a dead rank ends the others with an
-  // error instead of a hang.
-  // `device` is where the collectives' tensors live (CUDA for NCCL).
+  // Connects to the store and builds the group; every rank blocks here until all
+  // have arrived or `timeout` has passed. The timeout bounds every later collective
+  // too, so a dead rank ends the others with an error, not a hang. `device` is where
+  // the collectives' tensors live (CUDA for NCCL).
   static std::unique_ptr<ProcessGroup> join(const DistributedEnv& env, DistBackend backend,
                                             std::chrono::milliseconds timeout, c10::Device device);
-  // For tests: ranks of one process (threads) sharing an in-memory store.
-  // `store` comes from make_local_store().
+  // For tests: ranks as threads sharing an in-memory store from make_local_store().
   static std::unique_ptr<ProcessGroup> join_local(const std::shared_ptr<void>& store, int rank,
                                                   int world_size,
                                                   std::chrono::milliseconds timeout);
@@ -81,26 +72,23 @@ class ProcessGroup {
   DistBackend backend() const { return backend_; }
   c10::Device device() const { return device_; }
 
-  // Sums `tensor` over the ranks, in place.
+  // In place, over the ranks.
   void all_reduce_sum(at::Tensor& tensor, const char* what);
-  // Averages a flat gradient vector over the ranks, in place, in buckets of
-  // at most `bucket_bytes`, all in flight at once (as DDP's buckets are).
+  // Averages a flat gradient over the ranks in place, in buckets of at most
+  // `bucket_bytes`.
   void average_gradients(at::Tensor& flat, int64_t bucket_bytes);
-  // Calls of average_gradients so far: one per optimizer step, whatever
-  // train.accum_steps is.
+  // Calls of average_gradients so far: one per optimizer step.
   int64_t gradient_averages() const { return gradient_averages_; }
   // Replaces `tensor` on every rank with rank 0's, in place.
   void broadcast_from_main(at::Tensor& tensor, const char* what);
-  // Throws vit::Error on every rank unless all ranks passed the same value
-  // (for example the hash of the resolved config).
+  // Throws vit::Error on every rank unless all passed the same value (e.g. a config hash).
   void require_same(uint64_t value, const std::string& what);
 
  private:
   struct Impl;
   ProcessGroup(std::unique_ptr<Impl> impl, int rank, int world_size, DistBackend backend,
                c10::Device device);
-  // Runs one collective; an error from c10d becomes a vit::Error naming this
-  // rank and the collective.
+  // A c10d error becomes a vit::Error naming this rank and the collective.
   template <typename F>
   void run(const char* what, F&& collective);
 

@@ -1,11 +1,8 @@
 #pragma once
 // The fine-tuning recipe's knobs (train.init, train.freeze, train.layer_decay,
-// train.head_lr_scale) as plain functions of the parameter names, so the
-// optimizer's groups and the tests read the same table.
-//
-// Layers, as in BEiT and timm's param_groups_layer_decay: layer 0 is the
-// embeddings (patch_embed, cls_token, reg_token, pos_embed), layer i + 1 is blocks.i,
-// and layer L + 1 is the final norm and the head (L = model.depth).
+// train.head_lr_scale) as functions of the parameter names. Layers as in BEiT and
+// timm's param_groups_layer_decay: 0 is the embeddings, i + 1 is blocks.i, and
+// L + 1 the final norm and the head (L = model.depth).
 #include <string>
 #include <vector>
 
@@ -15,23 +12,21 @@
 
 namespace vit {
 
-// The layer of a parameter, 0..depth + 1, by its timm name.
+// 0..depth + 1, by its timm name.
 int64_t layer_index(const std::string& name, int64_t depth);
 
 // The parameter's learning rate as a multiple of the schedule's:
 // layer_decay^(depth + 1 - layer), times head_lr_scale for the head.
 double lr_scale(const std::string& name, int64_t depth, const TrainConfig& train);
 
-// Whether train.freeze keeps the parameter fixed: "backbone" freezes all but
-// the head; "N" freezes the embeddings and blocks 0..N-1.
+// Whether train.freeze keeps the parameter fixed.
 bool is_frozen(const std::string& name, int64_t depth, const TrainConfig& train);
 
 // Sets requires_grad(false) on the frozen parameters; their names, in order.
 std::vector<std::string> freeze_parameters(VisionTransformer& model, const TrainConfig& train);
 
-// Loads train.init into `model` (InitOptions from train.init_strict and
-// train.init_new_head) and logs what was loaded, adapted, re-initialised and
-// left unused.
+// Loads train.init into `model` and logs what was loaded, adapted, re-initialised
+// and left unused.
 InitReport init_from_file(VisionTransformer& model, const TrainConfig& train);
 
 }  // namespace vit

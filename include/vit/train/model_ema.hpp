@@ -1,13 +1,10 @@
 #pragma once
-// An exponential moving average of the weights (train.ema), as timm's
-// ModelEmaV3: after optimizer step t (counted from 1),
+// An exponential moving average of the weights (train.ema), as timm's ModelEmaV3:
+// after optimizer step t (counted from 1),
 //   decay_t = 0 at t = 1 (the average starts as the weights), then
 //   decay_t = decay, or with warmup min(decay, 1 - t^(-2/3)),
 //   average = average + (1 - decay_t) (weights - average)   (lerp).
-// The average is kept in fp32 on the training device, as one flat vector
-// laid out as the optimizer's: one operator a step. Its model holds views of
-// that vector for the trained parameters (the frozen ones never change, so
-// their average is themselves), and is evaluated beside the live weights.
+// Kept in fp32 on the training device, and evaluated beside the live weights.
 #include <cstdint>
 #include <string>
 
@@ -24,7 +21,7 @@ class OutputArchive;
 
 namespace vit {
 
-// timm's ModelEmaV3.get_decay(step) for train.ema, step counted from 1.
+// timm's ModelEmaV3.get_decay(step), step counted from 1.
 double ema_decay(const ModelEmaConfig& config, int64_t step);
 
 class ModelEma {
@@ -32,20 +29,16 @@ class ModelEma {
   // Starts as a copy of `model`, whose trained parameters `optimizer` holds.
   ModelEma(const VisionTransformer& model, const Optimizer& optimizer, ModelEmaConfig config);
 
-  // After optimizer step `step` (from 1): the average moves toward the weights.
-  void update(int64_t step);
+  void update(int64_t step);  // after optimizer step `step` (from 1)
   // The average's weights, in eval mode, on the training device.
   VisionTransformer& model() { return average_; }
   const ModelEmaConfig& config() const { return config_; }
 
-  // As a model's parameters (Module::save), so that a checkpoint's average
-  // reads back as a model (vit export --ema).
+  // As a model's parameters, so that a checkpoint's average reads back as a model.
   void save(torch::serialize::OutputArchive& archive) const;
-  // Reads what save wrote, in place. Throws vit::Error naming `source` if
-  // it does not fit.
+  // In place. Throws vit::Error naming `source` if it does not fit.
   void load(torch::serialize::InputArchive& archive, const std::string& source);
-  // Starts again as a copy of the weights, the frozen ones too (a resumed
-  // run whose checkpoint has no average).
+  // For a resumed run whose checkpoint has no average.
   void restart_from_weights();
 
  private:

@@ -1,17 +1,9 @@
 #pragma once
-// AdamW (decoupled weight decay, as torch.optim.AdamW) or SGD with momentum
-// (as torch.optim.SGD), over flat buffers.
-//
-// The optimizer moves every trainable parameter into one contiguous fp32
-// vector, and its gradient into another: each parameter becomes a view of its
-// slice, and autograd accumulates into the gradient slices in place. The
-// update, the gradient norm and the gradient scaling are then a few operators
-// over the whole vector, instead of a dozen per parameter tensor (the demo
-// model has 78), and an all-reduce can take the gradients in one piece.
-//
-// Once the optimizer is built, the model's parameters must keep their storage:
-// change their values in place (copy_), never by assignment or set_data. Each
-// step checks this and throws if a parameter was replaced.
+// AdamW (as torch.optim.AdamW) or SGD with momentum (as torch.optim.SGD), over flat
+// buffers: every trainable parameter becomes a view of one contiguous fp32 vector,
+// and its gradient of another. Once the optimizer is built, parameters must keep
+// their storage: change values in place (copy_), never by assignment or set_data;
+// a step throws if a parameter was replaced.
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,31 +23,24 @@ namespace vit {
 
 class Optimizer {
  public:
-  // train.optimizer picks the rule; lr comes with each step. All parameters
-  // must be fp32 on one device.
+  // train.optimizer picks the rule. All parameters must be fp32 on one device.
   Optimizer(std::vector<ParameterGroup> groups, const TrainConfig& train);
 
-  // Sets every gradient to zero (autograd then accumulates into them).
   void zero_grad();
   // All gradients, one fp32 vector, group after group.
   at::Tensor& gradients() { return gradients_; }
   // All parameters, laid out as gradients(); each parameter is a view of it.
   const at::Tensor& values() const { return values_; }
-  // Where `parameter` starts in values(), or -1 when it is not a view of it
-  // (a frozen parameter, which the optimizer leaves out).
+  // -1 when `parameter` is not a view of values() (a frozen one).
   int64_t offset_of(const at::Tensor& parameter) const;
-  // The L2 norm of all gradients; if it exceeds max_norm, scales them to it,
-  // as torch.nn.utils.clip_grad_norm_ does. Returns the norm before clipping,
-  // 0-dim on the device, without waiting for it.
+  // Scales the gradients down to a global L2 norm of max_norm, as clip_grad_norm_.
+  // Returns the norm before clipping, 0-dim on the device, without waiting.
   at::Tensor clip_gradient_norm(double max_norm);
-  // The learning rate of the following steps (times each group's lr_scale).
-  // On LibTorch 2.x it is a tensor on the device that step() reads, so a step
-  // captured in a CUDA graph takes the rate set before each replay.
+  // The rate of the following steps (times each group's lr_scale); a step captured
+  // in a CUDA graph takes the rate set before each replay.
   void set_learning_rate(double lr);
-  // One update at the rate last set. `skip` (float (1) on the device, such
-  // as fp16's LossScaler flag) skips it where it holds 1. On LibTorch 2.x this
-  // is ATen's fused AdamW/SGD, one kernel per group, with nothing that waits
-  // for the device; on 1.13, a handful of whole-vector operators.
+  // One update at the rate last set, skipped where `skip` (float (1) on the device,
+  // e.g. LossScaler's flag) holds 1. On LibTorch 2.x it never waits for the device.
   void step(const at::Tensor& skip = {});
   void step(double lr) {
     set_learning_rate(lr);
@@ -65,12 +50,11 @@ class Optimizer {
   int64_t steps() const;  // updates made (waits for the device)
   const std::vector<ParameterGroup>& groups() const { return groups_; }
 
-  // The state (moments or momentum, and the step count), by parameter name,
-  // so a run can resume with its groups laid out differently.
+  // The state (moments or momentum, and the step count) by parameter name, so a
+  // run can resume with its groups laid out differently.
   void save(torch::serialize::OutputArchive& archive) const;
-  // Throws vit::Error naming `source` if the state does not fit the model.
-  // Also reads the per-parameter state of torch::optim::AdamW/SGD, which
-  // checkpoints held before this optimizer.
+  // Throws vit::Error naming `source` if the state does not fit the model. Also
+  // reads older checkpoints' torch::optim::AdamW/SGD state.
   void load(torch::serialize::InputArchive& archive, const std::string& source);
 
  private:

@@ -1,11 +1,8 @@
 #pragma once
-// The training statistics of the steps since the last read, gathered where
-// the steps run. Adding a step only queues a few small operators on its
-// device and never waits for it, so a GPU runs ahead of the host and the step
-// can be captured in a CUDA graph; read() waits for the device.
-//
-// It also remembers the first step whose loss or gradient norm was not finite,
-// so a run that reads every N steps still names the step that went wrong.
+// The training statistics of the steps since the last read, gathered on the device:
+// adding a step never waits for it (so a step can be captured in a CUDA graph);
+// read() does. The first step whose loss or gradient norm was not finite is kept,
+// so a run that reads every N steps still names it.
 #include <cstdint>
 #include <string>
 
@@ -18,11 +15,10 @@ class StepTotals {
  public:
   explicit StepTotals(c10::Device device);
 
-  // One step: its mean loss (0-dim, any float type), the images it classified
-  // right (0-dim int64), its gradient norm before clipping (0-dim; undefined
-  // when not clipping) and fp16's overflow flag (float (1); undefined without
-  // loss scaling). A non-finite norm counts only where the flag is 0: the
-  // loss scaler skips those steps and retries with a smaller scale.
+  // One step: its mean loss (0-dim float), the images it classified right (0-dim
+  // int64), its gradient norm before clipping (0-dim; undefined when not clipping) and
+  // fp16's overflow flag (float (1); undefined without loss scaling). A non-finite
+  // norm counts only where the flag is 0 (the loss scaler skips and retries).
   void add(const at::Tensor& loss, const at::Tensor& correct, const at::Tensor& grad_norm,
            const at::Tensor& overflow);
 
@@ -30,10 +26,8 @@ class StepTotals {
     double loss_sum = 0;  // sum of the steps' mean losses
     int64_t correct = 0;
     int64_t steps = 0;
-    // The first step, counted from 1 since the last reset, whose loss or
-    // gradient norm was not finite; 0 when none was.
-    int64_t first_non_finite = 0;
-    std::string non_finite_what;  // "training loss" | "gradient norm"
+    int64_t first_non_finite = 0;  // counted from 1 since the last reset; 0: none
+    std::string non_finite_what;   // "training loss" | "gradient norm"
     double non_finite_value = 0;
   };
   Values read() const;  // waits for the device

@@ -1,8 +1,7 @@
 #pragma once
-// The training loop: AdamW/SGD with warmup + cosine, label smoothing, gradient
-// clipping, mixed precision, validation every epoch or every N steps, early
-// stopping, best.pt/last.pt checkpoints, metrics.jsonl/csv, clean stops on
-// SIGINT/SIGTERM, exact resume, and a final test of best.pt.
+// The training loop (docs/training.md): warmup + cosine, mixed precision, validation,
+// early stopping, best.pt/last.pt, metrics, clean stops on SIGINT/SIGTERM, exact
+// resume, and a final test of best.pt.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -32,13 +31,10 @@ struct Batch;
 
 class Trainer {
  public:
-  // splits: train (after the hold-out and limits), val (early stopping and
-  // model selection) and test (used once, at the end; may be empty).
-  // run_dir receives best.pt, last.pt, metrics.jsonl, metrics.csv and summary.json.
-  // resume: a last.pt (or best.pt) to continue from.
-  // group: the data-parallel world (train/distributed.hpp), or null to train
-  // alone. With one, every rank trains on its slice of each global batch,
-  // evaluates its share of val and test, and only rank 0 writes files.
+  // splits: val for early stopping and model selection, test used once at the end
+  // (may be empty). run_dir receives best.pt, last.pt, metrics.jsonl/csv and
+  // summary.json. resume: a last.pt (or best.pt) to continue from. group: the
+  // data-parallel world, or null to train alone; only rank 0 writes files.
   Trainer(Config config, data::DataSplits splits, c10::Device device, std::string run_dir,
           std::optional<std::string> resume = {}, ProcessGroup* group = nullptr);
   ~Trainer();
@@ -48,43 +44,32 @@ class Trainer {
   void profile(StepProfiler profiler);
 
   VisionTransformer& model() { return model_; }
-  // The precision the steps run, train.precision's "auto" resolved.
-  const PrecisionChoice& precision() const;
-  // Training steps replayed from a CUDA graph so far (0 when none was captured).
-  int64_t cuda_graph_replays() const;
+  const PrecisionChoice& precision() const;  // train.precision, "auto" resolved
+  int64_t cuda_graph_replays() const;        // training steps replayed from a CUDA graph
 
  private:
   struct RunLogs;  // metrics.jsonl/csv, TensorBoard, the progress bar (trainer.cpp)
 
-  // fit's steps, in order.
-  // Restores the model, the optimizer and the run's records from `checkpoint`;
-  // kAlreadyFinished when that run had ended (why goes to `summary`).
+  // fit's steps, in order. resume_from: kAlreadyFinished when that run had ended.
   std::optional<StopReason> resume_from(const std::string& checkpoint, TrainSummary& summary);
   RunLogs open_logs(TrainSummary& summary) const;
-  // One training step at (epoch, step in epoch); returns its learning rate.
-  double run_step(int64_t epoch, int64_t in_epoch);
+  double run_step(int64_t epoch, int64_t in_epoch);  // returns its learning rate
   void save_snapshot_if_due();
-  // At an epoch's end: the bytes the training data's pipeline holds.
   void log_pipeline_bytes(int64_t epoch) const;
   void report_progress(RunLogs& logs, int64_t in_epoch, double lr) const;
-  // Validates, logs the record, saves best.pt and last.pt; a reason to stop
-  // when early stopping says so.
+  // Also saves best.pt and last.pt; a reason to stop when early stopping says so.
   std::optional<StopReason> validate_and_checkpoint(RunLogs& logs, double lr, int64_t total_steps);
-  // The summary's numbers, the final test of best.pt, summary.json.
   TrainSummary finish(TrainSummary summary, std::optional<StopReason> stopped);
 
   double images_per_second() const;  // since the last validation
   bool is_main() const;
-  // Waits for the steps queued since the last read, adds their statistics
-  // (summed over the ranks) to totals_, and stops the run with an error if a
-  // loss or gradient norm was not finite. Returns whether any rank was asked
-  // to stop (SIGINT/SIGTERM).
+  // Adds the queued steps' statistics (summed over the ranks) to totals_; throws on a
+  // non-finite loss or gradient norm. Returns whether any rank was asked to stop.
   bool read_step_totals();
   bool read_due(int64_t step) const;
-  // val or test on this rank's share, combined over the ranks.
+  // This rank's share of val or test, combined over the ranks.
   EvalResult evaluate_split(VisionTransformer& model, const data::BatchSource& loader,
                             Precision precision);
-  // The val or test split's loader: this rank's share under torchrun.
   std::unique_ptr<data::BatchSource> eval_loader(data::SplitName which) const;
   void check_ranks_agree();
   void prepare_for_fine_tuning();  // train.init, train.freeze
@@ -97,8 +82,7 @@ class Trainer {
   void save(const std::string& name, bool finished, std::optional<StopReason> stop = std::nullopt,
             bool average_as_weights = false);
   std::optional<EvalResult> test_best();
-  // The final test's precision: the training one where the device runs it.
-  Precision test_precision() const;
+  Precision test_precision() const;  // the training one where the device runs it
   void write_summary(const TrainSummary& summary) const;
 
   Config config_;
@@ -118,8 +102,8 @@ class Trainer {
   RunningTotals totals_;       // since the last validation; saved in checkpoints
   double elapsed_before_ = 0;  // run time of earlier sessions (resume)
   std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
-  // The step itself: the optimizer, the precision's machinery, the CUDA
-  // graph. Made once the model's frozen parameters are known.
+  // The optimizer, the precision's machinery, the CUDA graph; made once the model's
+  // frozen parameters are known.
   std::unique_ptr<TrainingStep> training_step_;
   std::unique_ptr<ModelEma> ema_;  // train.ema; null when off
   bool best_is_average_ = false;   // best.pt holds the average's weights

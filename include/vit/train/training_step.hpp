@@ -1,11 +1,9 @@
 #pragma once
-// One training step, queued without waiting for the device: for each of its
-// micro-batches (train.accum_steps), the forward pass in the run's precision,
-// the loss (label smoothing; mixup's and cutmix's soft targets) and the
-// backward pass, the gradients adding up; then, once, the gradients' average
-// across ranks, fp16's loss scaling, clipping and the optimizer. Its statistics add up on the
-// device (StepTotals) until the trainer reads them. Where train.cuda_graph
-// asks for it, the step is replayed from a CUDA graph (train/cuda_graph_step).
+// One training step, queued without waiting for the device: forward, loss and
+// backward for each micro-batch, the gradients adding up; then, once, the average
+// across ranks, fp16's loss scaling, clipping and the optimizer. Its statistics add
+// up on the device until the trainer reads them. Replayed from a CUDA graph where
+// train.cuda_graph asks for it.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,31 +31,27 @@ struct Batch;
 
 class TrainingStep {
  public:
-  // `model` is on `device`, its frozen parameters frozen already: the
-  // optimizer lays out the others. `group`: the data-parallel world, or null.
+  // `model` is on `device`, its frozen parameters frozen already. `group`: the
+  // data-parallel world, or null.
   TrainingStep(VisionTransformer model, const TrainConfig& train, PrecisionChoice precision,
                c10::Device device, ProcessGroup* group);
   ~TrainingStep();
   TrainingStep(const TrainingStep&) = delete;
   TrainingStep& operator=(const TrainingStep&) = delete;
 
-  // Step `step` (0-based, of the whole run) at learning rate `lr`, on the
-  // micro-batches of one optimizer step (train.accum_steps of them, fewer or
-  // smaller at an epoch's end): their gradients add up to the gradient of
-  // the mean loss over all their images.
+  // Step `step` (0-based, of the whole run) at `lr`, on the micro-batches of one
+  // optimizer step: their gradients add up to the mean loss's over all their images.
   void run(const std::vector<data::Batch>& micro_batches, double lr, int64_t step);
   // The same, asking `micro_batch` for micro-batch 0 .. count - 1 as the step
-  // reaches it, so that eagerly one micro-batch's images are held at a time
-  // (a CUDA graph copies them all into its buffers first). `images`: the
-  // step's images in all, where an epoch's last step has fewer or smaller
-  // micro-batches (each loss then weighs by its images); 0: count equal ones.
+  // reaches it, so that eagerly one micro-batch's images are held at a time.
+  // `images`: the step's images in all, for an epoch's last step of fewer or
+  // smaller micro-batches; 0: count equal ones.
   void run(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count, double lr,
            int64_t step, int64_t images = 0);
-  // Replays the step from a CUDA graph from now on (after its eager warm-up
-  // steps), where train.cuda_graph asks for it on a CUDA device and nothing
-  // rules it out (the log says what did).
+  // From now on (after eager warm-up steps), on a CUDA device where nothing rules it
+  // out (the log says what did).
   void use_cuda_graph_if_wanted(bool wanted);
-  // The statistics of the steps since the last read; waits for the device.
+  // The steps' statistics since the last read; waits for the device.
   StepTotals::Values read_totals();
 
   void profile(StepProfiler profiler) { profiler_ = std::move(profiler); }
@@ -67,9 +61,9 @@ class TrainingStep {
 
  private:
   void eager(const std::function<data::Batch(int64_t)>& micro_batch, int64_t count);
-  // Micro-batch `index` of `count`: its forward and backward pass, its loss
-  // divided by `count` (by the step's images over its own, for an epoch's
-  // last step); returns its loss (undivided, detached) and its logits.
+  // Backpropagates the loss divided by `count` (by the step's images over its
+  // own, for an epoch's last step); returns the undivided loss (detached) and
+  // the logits.
   std::pair<at::Tensor, at::Tensor> forward_backward(const data::Batch& batch, int64_t index,
                                                      int64_t count);
 
@@ -87,9 +81,8 @@ class TrainingStep {
   StepTotals totals_;             // on the device, since the last read
   bool recomputes_random_draws_;  // checkpointed blocks with dropout or drop-path
   StepProfiler profiler_;
-  // Last, so that it is destroyed first: the captured graph holds the
-  // addresses of the model's, the optimizer's, the loss scaler's and the step
-  // totals' buffers, and must not outlive them.
+  // Last, so that it is destroyed first: the captured graph holds the addresses of
+  // the buffers above and must not outlive them.
   std::unique_ptr<CudaGraphStep> graph_;
 };
 

@@ -1,10 +1,8 @@
 #pragma once
-// Our own checkpoint file (.pt): a LibTorch archive holding the model's
-// parameters under "model/", the training state under "optimizer/" and "rng/"
-// (see train/training_checkpoint.hpp), and one JSON string "meta" that makes the file
-// self-describing: format version, the resolved config, class names, epoch,
-// step and best metric, and the trainer's own records. This header reads the
-// model part only, so analysis and inference never depend on the trainer.
+// Our own checkpoint file (.pt): a LibTorch archive with the model's parameters
+// under "model/", the training state (train/training_checkpoint.hpp), and a JSON
+// string "meta" that makes the file self-describing. This header reads the model
+// part only, so analysis and inference never depend on the trainer.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,16 +30,16 @@ struct CheckpointMeta {
   bool finished = false;                 // the run ended (epochs done or patience exhausted)
   std::string stop_reason;               // why it ended, when finished
   double elapsed_s = 0;                  // run time up to this checkpoint, over every resumed run
-  // The trainer's own records in the same JSON object (train/running_totals.hpp
-  // reads and writes them), carried here unread: every key that is not one above.
+  // Every other key of the JSON object, carried unread: the trainer's own records
+  // (train/running_totals.hpp).
   nlohmann::json trainer = nlohmann::json::object();
 };
 
 std::string meta_to_json(const CheckpointMeta& meta);
 CheckpointMeta meta_from_json(const std::string& text, const std::string& source);
 
-// The architecture fields in which two model configs differ, as
-// "depth 6 vs 8"; empty when the same tensors fit both.
+// The architecture fields in which two model configs differ ("depth 6 vs 8"); empty
+// when the same tensors fit both.
 std::vector<std::string> architecture_differences(const ModelConfig& a, const ModelConfig& b);
 
 // A model ready for inference, from a .pt or a timm-layout .safetensors file.
@@ -52,17 +50,16 @@ struct LoadedModel {
   std::string path;
 };
 
-// .pt: the config comes from the file (config_path, when given, must agree on
-// the architecture). .safetensors: from __metadata__["vit_config"] or config_path.
-// The model is returned in eval mode on the CPU.
+// .pt: the config comes from the file (config_path, when given, must agree on the
+// architecture); .safetensors: from __metadata__["vit_config"] or config_path.
+// Returns the model in eval mode on the CPU.
 LoadedModel load_model(const std::string& path, const std::optional<std::string>& config_path = {});
 
-// The weights' average a training checkpoint holds (train.ema), as a model
-// (vit export --ema); a vit::Error when the run kept none, or `path` is not
-// a .pt file.
+// The weights' average (train.ema) of a training checkpoint (vit export --ema); a
+// vit::Error when the run kept none, or `path` is not a .pt file.
 LoadedModel load_model_average(const std::string& path);
 
-// The checkpoint a command uses: the given one, or runs/latest/best.pt.
+// The given one, or runs/latest/best.pt.
 std::string resolve_checkpoint_path(const std::optional<std::string>& given,
                                     const std::string& runs_dir = "runs");
 
@@ -71,11 +68,11 @@ constexpr const char* kMetaKey = "meta";
 constexpr const char* kModelKey = "model";
 constexpr const char* kModelEmaKey = "model_ema";
 
-// The .pt file's archive, after every zip record passed its CRC-32 check
-// (weights/zip_check.hpp); a vit::Error for a damaged or foreign file.
+// After every zip record passed its CRC-32 check; a vit::Error for a damaged or
+// foreign file.
 torch::serialize::InputArchive open_checkpoint_archive(const std::string& path);
 
-// The archive's "meta" record; a vit::Error when it has none.
+// A vit::Error when the archive has none.
 CheckpointMeta read_meta_record(torch::serialize::InputArchive& archive, const std::string& path);
 
 }  // namespace vit

@@ -1,15 +1,8 @@
 #pragma once
 // Resizing the patch-embedding kernel to another patch size with FlexiViT's
-// pseudo-inverse resize (Beyer et al., 2023, section 3.4). A patch x of side P
-// shown at side Q is B x, where B is bilinear resizing (a Q*Q x P*P matrix).
-// The new kernel w' should give every patch the token the old one gave:
-// <B x, w'> = <x, w> for all x, i.e. B^T w' = w, solved in the least-squares
-// sense as w' = pinv(B^T) w. Growing the patch (Q >= P) this is exact, so
-// the tokens of an upsampled image are those of the original; shrinking it
-// loses what the smaller patch cannot show, in the least-squares sense.
-// Plain bilinear resizing of w would instead scale every token by about
-// (P/Q)^2 and blur it, which the next LayerNorm cannot undo for the bias.
-//
+// pseudo-inverse resize (Beyer et al., 2023, section 3.4): w' = pinv(B^T) w, B the
+// bilinear resize of a patch, so that <B x, w'> = <x, w> in the least-squares sense.
+// Growing the patch (Q >= P) this is exact: an upsampled image gives the same tokens.
 // Shape key: D width, C channels, P old patch side, Q new patch side.
 #include <cstdint>
 

@@ -1,17 +1,13 @@
 #pragma once
-// Initialising a model from pretrained weights for fine-tuning
-// (`vit train --init`): every tensor whose name and shape match is copied;
-// the rest is adapted where the ViT recipe says how, and otherwise left as
-// the model initialised it.
-//   - pos_embed on another grid: 2-D bicubic resize, class token kept
-//     (pos_embed_resize.hpp);
-//   - patch_embed.proj.weight with another patch size: FlexiViT's
-//     pseudo-inverse resize (patch_embed_resize.hpp); from RGB to gray: the
-//     sum over the colour channels, from gray to RGB: a third in each (as
-//     timm's adapt_input_conv), so a gray image gives the same tokens;
-//   - head with another num_classes (or new_head): zeros, as the ViT paper
-//     does for fine-tuning, so training starts from uniform predictions.
-// A file whose embedding width differs cannot be adapted and is an error.
+// Initialising a model from pretrained weights for fine-tuning (`vit train --init`,
+// docs/training.md): every tensor whose name and shape match is copied; the rest is
+// adapted where the ViT recipe says how, else left as the model initialised it:
+//   - pos_embed on another grid: 2-D bicubic resize (pos_embed_resize.hpp);
+//   - patch_embed.proj.weight with another patch size: FlexiViT's resize
+//     (patch_embed_resize.hpp); RGB to gray: the channels' sum; gray to RGB: a
+//     third in each (timm's adapt_input_conv);
+//   - head with another num_classes (or new_head): zeros (uniform predictions).
+// A file whose embedding width differs is an error.
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,22 +30,18 @@ struct InitReport {
   std::vector<std::string> unused;         // in the file, not in the model: "fc_norm.weight [64]"
 };
 
-// The tensors of a vit .pt checkpoint (a zip archive; its own config builds
-// the model they come from) or of a .safetensors file (timm's names), on the
+// The tensors of a vit .pt checkpoint or a .safetensors file (timm's names), on the
 // CPU. Throws vit::Error for a file that is neither.
 TensorMap read_pretrained_tensors(const std::string& path);
 
-// Fine-tuning from a timm hub folder (or hf-hub:NAME), which names its
-// architecture: the folder's architecture with the run's input size, classes
-// and regularisation (image_size, num_classes, the dropouts, drop_path) from
-// `config`; nullopt for a file, whose architecture the config gives.
+// For a timm hub folder (or hf-hub:NAME): its architecture with image_size,
+// num_classes, the dropouts and drop_path from `config`; nullopt for a file.
 std::optional<ModelConfig> pretrained_architecture(const std::string& path,
                                                    const ModelConfig& config);
 
-// Copies `source` into `model` under NoGradGuard, as described above. Errors
-// name `source_name`: a width mismatch names both shapes; a source with no
-// ViT tensor at all is not a checkpoint; with `strict`, every tensor that
-// was re-initialised or left unused is listed.
+// Copies `source` into `model` as described above. Errors name `source_name`: a
+// width mismatch, a source with no ViT tensor, and with `strict`, every tensor
+// re-initialised or left unused.
 InitReport init_from_pretrained(VisionTransformer& model, const TensorMap& source,
                                 const std::string& source_name, const InitOptions& options = {});
 

@@ -1,11 +1,10 @@
 #pragma once
-// The safetensors format (huggingface/safetensors): an 8-byte little-endian
-// header length N, N bytes of JSON
+// The safetensors format (huggingface/safetensors): an 8-byte little-endian header
+// length N, N bytes of JSON
 //   {NAME: {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
 //    "__metadata__": {STR: STR}}
-// then the raw little-endian tensor bytes; offsets count from the start of
-// that data section. The reader checks every number in the header before it
-// touches a byte of data, so a hostile file can only produce a vit::Error.
+// then the raw little-endian tensor bytes, offsets counting from their start. A
+// hostile file can only produce a vit::Error.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -28,32 +27,24 @@ struct SafetensorsContents {
 // Largest header the reader accepts; the official implementation uses the same cap.
 constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
-// "F32" <-> at::kFloat. Supported: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL.
-// Throws vit::Error for a name or dtype outside that list.
+// "F32" <-> at::kFloat. Supported: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL; anything
+// else is a vit::Error.
 at::ScalarType safetensors_dtype(const std::string& name);
 std::string safetensors_dtype_name(at::ScalarType dtype);
 
-// Reads and checks the header, then reads the whole data section with one
-// read into one aligned buffer that the tensors share without copying (a
-// tensor that starts misaligned for its dtype gets its own copy). Any tensor
-// still held keeps that buffer alive. Errors name `path`.
+// The tensors share one buffer of the data section (a misaligned one gets its own
+// copy), which any tensor still held keeps alive. Errors name `path`.
 SafetensorsContents read_safetensors(const std::string& path);
-// Parses bytes already in memory. Errors name `source_name`. The tensors are
-// copies; `data` may be freed afterwards.
+// Parses bytes in memory; the tensors are copies. Errors name `source_name`.
 SafetensorsContents parse_safetensors(const uint8_t* data, size_t size,
                                       const std::string& source_name);
 
-// The file's bytes, laid out as the official writer does: tensors by falling
-// element size, then by name, so each starts aligned to its element size; the
-// JSON lists "__metadata__" (sorted keys) and then the tensors in that order
-// (for one dtype, sorted by name), padded with spaces to a multiple of 8 bytes.
-// Tensors may live on any device and in any supported dtype; they are stored
-// as they are.
+// The file's bytes, laid out as the official writer does. Tensors may live on any
+// device and in any supported dtype; they are stored as they are.
 std::vector<uint8_t> serialize_safetensors(const TensorMap& tensors,
                                            const StringMap& metadata = {});
-// Writes the same bytes atomically: to a temporary file in the same folder,
-// which is renamed over `path` only once complete. On failure nothing is left
-// behind and the vit::Error names `path`.
+// Writes the same bytes atomically; on failure nothing is left behind and the
+// vit::Error names `path`.
 void write_safetensors(const std::string& path, const TensorMap& tensors,
                        const StringMap& metadata = {});
 

@@ -1,26 +1,17 @@
 #pragma once
-// A .pt checkpoint is a zip archive (LibTorch's PyTorchStreamWriter): records
-// stored, or deflated for larger code files, with a CRC-32 of each record's
-// bytes in the central directory. LibTorch's reader is built with miniz's
-// CRC checks turned off and trusts every record it reads; a damaged record
-// can take its TorchScript importer into a segmentation fault (LibTorch
-// 1.13, see docs/robustness.md). So every record is checked here first.
-//
-// This catches damage (a truncated copy, bit rot, a half-written download),
-// not malice: a file crafted with correct CRCs still reaches LibTorch's
-// parser. Untrusted weights belong in .safetensors, which vit reads with its
-// own checked parser.
+// A .pt checkpoint is a zip archive whose reader in LibTorch trusts every record (a
+// damaged one can crash it: docs/robustness.md), so every record is checked here
+// first. This catches damage (a truncated copy, bit rot, a half-written download),
+// not malice: untrusted weights belong in .safetensors.
 #include <optional>
 #include <string>
 
 namespace vit {
 
-// The first problem found in the zip archive at `path`: its structure
-// (end-of-central-directory record, ZIP64 included; every header and record
-// inside the file), an unsupported compression method, or a record whose
-// bytes do not match their size or CRC-32. Nothing when all records check.
-// Reads each record once, in 1 MiB pieces. Throws vit::Error only when the
-// file cannot be opened.
+// The first problem found in the zip archive at `path` (its structure, ZIP64
+// included, an unsupported compression method, or a record whose bytes do not match
+// their size or CRC-32); nothing when all records check. Throws vit::Error only when
+// the file cannot be opened.
 std::optional<std::string> zip_archive_problem(const std::string& path);
 
 }  // namespace vit

@@ -164,6 +164,8 @@ class Unpacker {
 
 }  // namespace
 
+// Link targets are refused when absolute or with a ".." part, so no chain of links
+// can lead out of `into`.
 void unpack_archive(const fs::path& archive, const fs::path& into, const std::string& top_folder,
                     const UnpackLimits& limits) {
   Unpacker(archive, into, top_folder, limits).run();

@@ -1,3 +1,7 @@
+// The unpacked archive is untrusted (archive_unpack.hpp) and limited to
+// kUnpackFactor times the dataset's size. An incomplete data.root is refused
+// because its files are the user's. Concurrent calls take turns through a lock file
+// in the download folder.
 #include "vit/data/download/dataset_download.hpp"
 
 #include <fcntl.h>

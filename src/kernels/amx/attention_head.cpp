@@ -1,3 +1,7 @@
+// The projection's bias is added as each head's rows are packed; the scores and
+// probabilities stay in the thread's scratch, in cache, between the products. Each
+// head writes only the part of the scratch its values fill, so the padding stays
+// zero.
 #include "attention_head.hpp"
 
 #include <cstring>

@@ -1,10 +1,8 @@
 #pragma once
-// One attention head's softmax(scale q k^T) v, forward and backward, in bf16
-// on AMX's tiles (tiles.hpp), read straight out of the fused qkv projection:
-// the projection's bias is added as each head's rows are packed, the scores
-// and probabilities stay in the thread's scratch, in cache, between the
-// products, and the gradients go straight back into the projection's layout.
-// kernels/attention_from_projection runs it for every (batch, head) of a LibTorch tensor.
+// One attention head's softmax(scale q k^T) v, forward and backward, in bf16 on AMX's
+// tiles (tiles.hpp), read straight out of the fused qkv projection and its gradients
+// written back into that layout. kernels/attention_from_projection runs it for every
+// (batch, head).
 #include <cstdint>
 #include <vector>
 
@@ -18,26 +16,24 @@ struct HeadShape {
   float scale = 1.0f;
 };
 
-// One head's q, k and v: their first rows, `stride` values between one row
-// and the next (the projection's width), and the projection's bias for each
-// (head_dim floats; all three null for none).
+// One head's q, k and v: their first rows, `stride` values apart (the projection's
+// width), and the bias for each (head_dim floats; all three null for none).
 struct HeadInputs {
   const c10::BFloat16 *q, *k, *v;
   int64_t stride;
   const float *q_bias, *k_bias, *v_bias;
 };
 
-// Where the head's gradients go: rows `stride` apart, as HeadInputs; and
-// where not null, each one's columns summed over the rows (head_dim floats
-// each, written, not added to): the bias's share of this head.
+// Where the head's gradients go, rows `stride` apart; where not null, each one's
+// columns summed over the rows (head_dim floats, written, not added to).
 struct HeadGradients {
   c10::BFloat16 *dq, *dk, *dv;
   int64_t stride;
   float *dq_bias, *dk_bias, *dv_bias;
 };
 
-// One thread's padded operands for heads of one shape, zeroed once: each head
-// writes only the part its values fill, so the padding stays zero.
+// One thread's padded operands for heads of one shape, zeroed once; the padding
+// stays zero.
 class HeadScratch {
  public:
   explicit HeadScratch(const HeadShape& shape);
@@ -56,14 +52,13 @@ class HeadScratch {
   std::vector<float> products;          // o, dv, dk or dq: tiles*16 x head_dim
 };
 
-// out (tokens rows, out_stride apart) = softmax(scale q k^T) v, the
-// probabilities also into probs (tokens x tokens) where it is not null.
-// Inside a TileScope.
+// out (tokens rows, out_stride apart) = softmax(scale q k^T) v, the probabilities
+// also into probs (tokens x tokens) where not null. Inside a TileScope.
 void head_forward(const HeadInputs& in, c10::BFloat16* probs, c10::BFloat16* out,
                   int64_t out_stride, HeadScratch& scratch);
 
-// The gradients of q, k and v from the output's, dout (rows dout_stride
-// apart), and the forward's probabilities. Inside a TileScope.
+// The gradients of q, k and v from dout (rows dout_stride apart) and the forward's
+// probabilities. Inside a TileScope.
 void head_backward(const c10::BFloat16* dout, int64_t dout_stride, const HeadInputs& in,
                    const c10::BFloat16* probs, const HeadGradients& grads, HeadScratch& scratch);
 

@@ -1,3 +1,6 @@
+// Run only where the tiles are usable, so on CPUs that have AVX-512 BW and
+// AVX512_BF16 too. Rounding is vcvtneps2bf16's; a biased pack rounds as
+// kernels/head_split writes, but for subnormal sums.
 #include "packing.hpp"
 
 #include <immintrin.h>

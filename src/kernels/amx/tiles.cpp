@@ -108,6 +108,10 @@ bool tiles_usable() {
   return usable;
 }
 
+// Every tile 16 x 64 bytes. The scope puts back the configuration oneDNN left
+// loaded, since a oneDNN that skips reloading a configuration it believes is still
+// there then finds it. Other code on the thread may load its own configuration in
+// between, so each scope loads ours again.
 TileScope::TileScope() {
   static_assert(sizeof(saved_) == sizeof(TileConfig), "STTILECFG writes 64 bytes");
   store_config(*reinterpret_cast<TileConfig*>(saved_));

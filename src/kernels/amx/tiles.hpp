@@ -1,13 +1,10 @@
 #pragma once
-// AMX's tile registers for bf16 matrix products: their configuration, the
-// permission Linux asks a process to request before it uses them, and one
-// product over operands laid out as the tiles load them.
-//
-// A tile holds 16 rows of 64 bytes. tdpbf16ps adds to an fp32 tile C
-// (16 x 16) the product of a bf16 tile A (16 x 32, row-major) and a bf16 tile
-// B in the pair-interleaved ("VNNI") layout: B's row p holds, for each of 16
-// columns n, the two values of rows 2p and 2p + 1 of the logical (32 x 16)
-// matrix, side by side. See tile_product() for the operands' layouts.
+// AMX's tile registers for bf16 matrix products: their configuration, Linux's
+// permission to use them, and one product over operands laid out as tiles load them.
+// A tile holds 16 rows of 64 bytes. tdpbf16ps adds to an fp32 tile C (16 x 16) the
+// product of a bf16 tile A (16 x 32, row-major) and a bf16 tile B in the
+// pair-interleaved ("VNNI") layout: B's row p holds, for each of 16 columns n, the
+// values of rows 2p and 2p + 1 of the logical (32 x 16) matrix, side by side.
 #include <cstdint>
 
 #include <c10/util/BFloat16.h>
@@ -15,8 +12,7 @@
 namespace vit::detail::amx {
 
 // Whether this process may use AMX's bf16 tiles: cpu_isa() (VIT_CPU_ISA's cap
-// included) reaches kAmx, and Linux granted the tile state (arch_prctl's
-// ARCH_REQ_XCOMP_PERM, asked once). False on other CPUs and systems.
+// included) reaches kAmx, and Linux granted the tile state (asked once).
 bool tiles_usable();
 
 constexpr int64_t kTileRows = 16;              // rows of every tile
@@ -28,12 +24,8 @@ inline int64_t round_up(int64_t n, int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
-// Loads the configuration that tile_product() uses (every tile 16 x 64
-// bytes) on the calling thread for a scope's worth of tile work, and puts
-// back what the thread had before: the configuration oneDNN left loaded (a
-// oneDNN that skips reloading a configuration it believes is still there
-// then finds it), or none. Other code on the thread may load its own
-// configuration in between, so each scope loads ours again.
+// Loads tile_product()'s configuration on the calling thread for a scope of tile
+// work, and puts back what the thread had before (oneDNN's, or none).
 class TileScope {
  public:
   TileScope();
@@ -50,8 +42,8 @@ class TileScope {
 //   b: the pair-interleaved B, k_steps*16 rows of n_tiles*16 value pairs,
 //      rows b_stride pairs apart;
 //   c: m_tiles*16 rows of n_tiles*16 floats, rows c_stride floats apart.
-// Every row and value of those extents is read or written: callers pad
-// their operands (zeros along K) and ignore what their padded rows produce.
+// Every row and value of those extents is read or written: callers pad their
+// operands (zeros along K) and ignore what their padded rows produce.
 void tile_product(const c10::BFloat16* a, int64_t a_stride, const c10::BFloat16* b,
                   int64_t b_stride, float* c, int64_t c_stride, int64_t m_tiles, int64_t n_tiles,
                   int64_t k_steps);

@@ -1,3 +1,7 @@
+// One warp per row of d values: d a multiple of 8 makes rows of whole 16-byte
+// vectors, and at most 1024 keeps a row in the registers of one warp. mean and rstd
+// are kept as LibTorch's CUDA LayerNorm keeps them. The backward runs about four
+// blocks a SM, at most one row a warp. No LibTorch header is needed.
 #include "residual_layer_norm.hpp"
 
 #include <algorithm>

@@ -1,11 +1,8 @@
 #pragma once
-// 8 fp32 lanes in AVX2 and FMA: the functions of avx512.hpp, with the same
-// meaning lane by lane, for CPUs without AVX-512 (AMD Zen 2 and 3, Intel's
-// client cores). Each has the target attribute; see avx512.hpp.
-//
-// AVX2 has masked loads and stores for 32-bit lanes only, so a mask also
-// knows its lane count: full vectors take plain loads and stores, and a
-// row's bf16 tail goes through a small buffer.
+// 8 fp32 lanes in AVX2 and FMA: avx512.hpp's functions, the same lane by lane, for
+// CPUs without AVX-512 (AMD Zen 2 and 3, Intel's client cores). AVX2 masks 32-bit
+// lanes only, so a mask also knows its lane count: full vectors take plain loads and
+// stores, and a row's bf16 tail goes through a small buffer.
 #include <cstdint>
 #include <cstring>
 

@@ -1,14 +1,10 @@
 #pragma once
-// 16 fp32 lanes in AVX-512 (F, BW, VL): the lane operations that the kernel
-// bodies (kernels/simd/*.inc) are written in, in two sets:
-// - avx512: F, BW and VL, for every AVX-512 CPU;
-// - avx512_bf16: the same functions with DQ and AVX512_BF16, and the
-//   narrowing store to bf16 by one vcvtneps2bf16 instead of eight integer
-//   instructions (AMD Zen 4 and 5, Intel's Cooper Lake and every Xeon with
-//   AMX).
-// Each function has its set's target attribute, so this builds with the
-// project's flags and runs only where simd_level() chose that set. avx2.hpp
-// has the same functions on 8 lanes.
+// 16 fp32 lanes in AVX-512: the lane operations the kernel bodies
+// (kernels/simd/*.inc) are written in, in two sets: avx512 (F, BW and VL, every
+// AVX-512 CPU), and avx512_bf16 (with DQ and AVX512_BF16: the narrowing store to
+// bf16 is one vcvtneps2bf16). Each function has its set's target attribute, so this
+// builds with the project's flags and runs only where simd_level() chose that set.
+// avx2.hpp has the same functions on 8 lanes.
 #include <cstdint>
 
 #include <immintrin.h>

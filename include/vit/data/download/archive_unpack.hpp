@@ -13,14 +13,12 @@ struct UnpackLimits {
   uint64_t max_entries = 1 << 20;  // entries of any kind
 };
 
-// Unpacks `archive` into the folder `into` (created if absent). With a
-// `top_folder`, every entry must lie in that folder of the archive, and its
-// contents land directly in `into` (the folder itself is dropped).
-// Refused with a vit::Error naming the archive and the entry:
+// Unpacks `archive` into `into` (created if absent). With a `top_folder`, every
+// entry must lie in it, and its contents land directly in `into`. Refused with a
+// vit::Error naming the archive and the entry:
 //  - absolute paths and paths with a ".." part;
-//  - symbolic links whose target is absolute or has a ".." part (so no chain
-//    of links can lead out of `into`), hard links to anything but a regular
-//    file unpacked before them;
+//  - symbolic links whose target is absolute or has a ".." part, hard links to
+//    anything but a regular file unpacked before them;
 //  - devices, FIFOs and sockets;
 //  - more than limits.max_bytes or limits.max_entries;
 //  - a damaged or truncated file, or one that is not a tar or zip archive.
