@@ -24,8 +24,9 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
 std::vector<int64_t> padded_for_ranks(std::vector<int64_t> order, int64_t ranks) {
   const auto n = static_cast<int64_t>(order.size());
   const int64_t padded = (n + ranks - 1) / ranks * ranks;
+  order.reserve(static_cast<size_t>(padded));
   for (int64_t i = n; i < padded; ++i)
-    order.push_back(order[static_cast<size_t>((i - n) % n)]);
+    order.push_back(order[static_cast<size_t>((i - n) % n)]);  // reserved: no reallocation
   return order;
 }
 

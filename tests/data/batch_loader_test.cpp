@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "vit/data/epoch_order.hpp"
 #include "vit/error.hpp"
 
 namespace {
@@ -58,6 +59,22 @@ TEST(BatchLoader, TrainingDropsThePartialBatchAndShufflesPerEpoch) {
   const auto expected = order0.slice(0, 4, 8).to(torch::kFloat32) * 10.0f / 255.0f;
   EXPECT_TRUE(torch::allclose(batch.images.select(1, 0).select(1, 0).select(1, 0), expected));
   EXPECT_THROW(loader.batch(0, 2), vit::Error);
+}
+
+// torch's DistributedSampler pads its indices with their first ones, as many
+// times as needed: 1 image for 4 ranks is that image 4 times.
+TEST(EpochOrder, PaddedForRanksRepeatsTheFirstEntriesAsDistributedSamplerDoes) {
+  using vit::data::padded_for_ranks;
+  EXPECT_EQ(padded_for_ranks({5, 3, 1, 4, 0, 2}, 4),
+            (std::vector<int64_t>{5, 3, 1, 4, 0, 2, 5, 3}));
+  EXPECT_EQ(padded_for_ranks({5, 3, 1, 4}, 4), (std::vector<int64_t>{5, 3, 1, 4}));
+  EXPECT_EQ(padded_for_ranks({7}, 4), (std::vector<int64_t>{7, 7, 7, 7}));
+  EXPECT_EQ(padded_for_ranks({2, 9}, 5), (std::vector<int64_t>{2, 9, 2, 9, 2}));
+  EXPECT_EQ(vit::data::epoch_batches(10, 4, /*drop_last=*/true), 2);
+  EXPECT_EQ(vit::data::epoch_batches(10, 4, /*drop_last=*/false), 3);
+  EXPECT_EQ(vit::data::epoch_batches(8, 4, /*drop_last=*/false), 2);
+  EXPECT_EQ(vit::data::rank_rows(6, 1, 3), (std::pair<int64_t, int64_t>{2, 4}));
+  EXPECT_EQ(vit::data::rank_rows(6, 2, 3), (std::pair<int64_t, int64_t>{4, 6}));
 }
 
 // The images of batch `step`, by index (image i holds the value 10 i).
