@@ -13,7 +13,6 @@
 #include "vit/atomic_write.hpp"
 #include "vit/data/batch_loader.hpp"
 #include "vit/data/epoch_order.hpp"
-#include "vit/data/epoch_order.hpp"
 #include "vit/data/split_loader.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
