@@ -76,13 +76,13 @@ int64_t BatchLoader::batch_rows(int64_t step) const {
   return options_.train ? rows / options_.shard_count : rows;
 }
 
-bool BatchLoader::pads_for_ranks() const {
-  return options_.train && !options_.drop_last && options_.shard_count > 1;
+int64_t epoch_order_length(int64_t n, const LoaderOptions& options) {
+  const bool pads = options.train && !options.drop_last && options.shard_count > 1;
+  return pads ? padded_length(n, options.shard_count) : n;
 }
 
 int64_t BatchLoader::order_length() const {
-  const int64_t n = size(), ranks = options_.shard_count;
-  return pads_for_ranks() ? (n + ranks - 1) / ranks * ranks : n;
+  return epoch_order_length(size(), options_);
 }
 
 // A seeded Fisher-Yates shuffle when training, 0..N-1 otherwise.
@@ -90,7 +90,7 @@ at::Tensor BatchLoader::order(int64_t epoch) const {
   std::vector<int64_t> order(size());
   if (options_.train) {
     order = epoch_order(size(), options_.seed, epoch);
-    if (pads_for_ranks()) order = padded_for_ranks(std::move(order), options_.shard_count);
+    if (order_length() > size()) order = padded_for_ranks(std::move(order), options_.shard_count);
   } else {
     std::iota(order.begin(), order.end(), 0);
   }

@@ -23,11 +23,15 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
 
 std::vector<int64_t> padded_for_ranks(std::vector<int64_t> order, int64_t ranks) {
   const auto n = static_cast<int64_t>(order.size());
-  const int64_t padded = (n + ranks - 1) / ranks * ranks;
+  const int64_t padded = padded_length(n, ranks);
   order.reserve(static_cast<size_t>(padded));
   for (int64_t i = n; i < padded; ++i)
     order.push_back(order[static_cast<size_t>((i - n) % n)]);  // reserved: no reallocation
   return order;
+}
+
+int64_t padded_length(int64_t n, int64_t ranks) {
+  return (n + ranks - 1) / ranks * ranks;
 }
 
 int64_t epoch_batches(int64_t n, int64_t batch, bool drop_last) {

@@ -622,7 +622,7 @@ void StreamLoader::plan_files() {
     batches_per_epoch_ = epoch_batches(n, o.batch_size, /*drop_last=*/false);
     return;
   }
-  epoch_rows_ = !o.drop_last && ranks > 1 ? (n + ranks - 1) / ranks * ranks : n;
+  epoch_rows_ = epoch_order_length(n, o);
   batches_per_epoch_ = epoch_batches(epoch_rows_, o.batch_size, o.drop_last);
   size_ = o.drop_last ? batches_per_epoch_ * local_batch_ : epoch_rows_ / ranks;
 }

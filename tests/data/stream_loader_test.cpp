@@ -423,6 +423,47 @@ TEST_F(ShardStreamTest, AResumedStreamReadsUpToItsStepAndRejoins) {
   EXPECT_TRUE(torch::equal(resumed.batch_unnormalized(1, 5).images, pass[5]));
 }
 
+// Shards of 20, 4, 20 and 4 samples on two ranks: in turn (rank r the
+// shards r, r + 2) one rank would hold 40 samples and the other 8, and an
+// epoch would be 2 steps of 4; each shard to the rank with the fewest so
+// far, the largest first, gives each 24, and an epoch of 6 steps reads them
+// all.
+TEST_F(ShardStreamTest, RanksGetShardsBalancedBySampleCount) {
+  std::vector<vit::data::ShardInput> large, small;
+  for (int64_t i = 0; i < kImages; ++i)
+    (i < 40 ? large : small).push_back({files_[i], labels_[i]});
+  const auto big = vit::data::write_shards(large, root_ / "mixed", "big", 20);
+  const auto little = vit::data::write_shards(small, root_ / "mixed", "little", 4);
+  StreamedSplit split = shards_;
+  split.shards.clear();
+  split.shard_samples.clear();
+  const auto bigs = vit::data::shard_files(big, root_ / "mixed", "test");
+  const auto littles = vit::data::shard_files(little, root_ / "mixed", "test");
+  ASSERT_EQ(bigs.size(), 2u);
+  ASSERT_EQ(littles.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    for (const auto& shard : {bigs[i], littles[i]}) {
+      split.shards.push_back(shard);
+      split.shard_samples.push_back(vit::data::count_shard_samples(shard, {}));
+    }
+  EXPECT_EQ(split.shard_samples, (std::vector<int64_t>{20, 4, 20, 4}));
+  std::set<int64_t> all;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto o = options_;
+    o.shard_index = rank;
+    o.shard_count = 2;
+    const StreamLoader loader(split, o, settings_);
+    ASSERT_EQ(loader.batches_per_epoch(), 6) << "rank " << rank;
+    std::set<int64_t> mine;
+    for (int64_t step = 0; step < 6; ++step)
+      for (const int64_t i : identities(loader.batch_unnormalized(0, step)))
+        EXPECT_TRUE(mine.insert(i).second) << "rank " << rank << " read " << i << " twice";
+    EXPECT_EQ(mine.size(), 24u) << "rank " << rank;
+    all.insert(mine.begin(), mine.end());
+  }
+  EXPECT_EQ(all.size(), size_t(kImages));
+}
+
 TEST_F(ShardStreamTest, TwoRanksReadDisjointWholeShards) {
   auto rank0 = options_, rank1 = options_;
   rank0.shard_count = rank1.shard_count = 2;

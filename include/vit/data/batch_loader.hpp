@@ -37,6 +37,11 @@ struct LoaderOptions {
 // `train`, else the evaluation batch size and none.
 LoaderOptions loader_options(const Config& config, c10::Device device, bool train);
 
+// The entries of an epoch's order of `n` images: `n`, padded to a multiple of
+// the ranks where training keeps its last batch under torchrun
+// (data/epoch_order's padded_for_ranks). Both batch sources follow it.
+int64_t epoch_order_length(int64_t n, const LoaderOptions& options);
+
 class BatchLoader : public BatchSource {
  public:
   // Copies the images to the device once. Throws if mean/std do not match the
@@ -66,7 +71,6 @@ class BatchLoader : public BatchSource {
   // The batch after augmentation: uint8 when only crop/flip ran, else float in [0, 1].
   Batch assemble(int64_t epoch, int64_t step) const;
   Batch shard(Batch batch) const;  // this rank's rows of a global batch
-  bool pads_for_ranks() const;
 
   LoaderOptions options_;
   at::Tensor images_;  // uint8 (N, C, S, S) on the device

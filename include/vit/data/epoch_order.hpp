@@ -14,6 +14,8 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch);
 // `order` padded as torch's DistributedSampler pads: its first entries
 // repeated at the end until its length is a multiple of `ranks`.
 std::vector<int64_t> padded_for_ranks(std::vector<int64_t> order, int64_t ranks);
+// The length padded_for_ranks gives `n` entries.
+int64_t padded_length(int64_t n, int64_t ranks);
 
 // The batches of `batch` images in an epoch of `n`: whole batches alone when
 // `drop_last`, else the last partial one too.
