@@ -85,7 +85,7 @@ TEST(Config, WrongTypesAreErrors) {
 }
 
 // One case per rule of validate() (two where a range has two ends), each with
-// its whole message.
+// its whole message: the field table's ranges, and the rules between fields.
 TEST(Config, EachValidationRuleRejectsItsValue) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"name=", "name is empty, expected a run name such as \"cifar10\""},
@@ -124,54 +124,57 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
       {"model.dim_head=65536", "model.heads * model.dim_head is 524288, expected at most 65536"},
       {"model.mlp_dim=0", "model.mlp_dim is 0, expected 1..65536"},
       {"model.mlp_dim=65537", "model.mlp_dim is 65537, expected 1..65536"},
-      {"model.dropout=1.0", "model.dropout is 1.000000, expected a value in [0, 1)"},
-      {"model.emb_dropout=-0.1", "model.emb_dropout is -0.100000, expected a value in [0, 1)"},
-      {"model.attn_dropout=1", "model.attn_dropout is 1.000000, expected a value in [0, 1)"},
-      {"model.layer_norm_eps=0", "model.layer_norm_eps is 0.000000, expected > 0"},
+      {"model.dropout=1.0", "model.dropout is 1, expected a value in [0, 1)"},
+      {"model.emb_dropout=-0.1", "model.emb_dropout is -0.1, expected a value in [0, 1)"},
+      {"model.attn_dropout=1", "model.attn_dropout is 1, expected a value in [0, 1)"},
+      {"model.layer_norm_eps=0", "model.layer_norm_eps is 0, expected > 0"},
 
       {"data.root=", "data.root is empty, expected the folder holding the dataset"},
       {"data.val_size=-1", "data.val_size is -1, expected >= 0"},
       {"data.mean=[0.5]", "data.mean has 1 values, expected one per channel (model.channels = 3)"},
       {"data.std=[0.5, 0.5]",
        "data.std has 2 values, expected one per channel (model.channels = 3)"},
-      {"data.std=[0.5, 0, 0.5]", "data.std holds 0.000000, expected every value > 0"},
+      {"data.std=[0.5, 0, 0.5]", "data.std holds 0, expected every value > 0"},
       {"data.augment.crop_padding=-1",
        "data.augment.crop_padding is -1, expected 0..31 (below model.image_size)"},
       {"data.augment.crop_padding=32",
        "data.augment.crop_padding is 32, expected 0..31 (below model.image_size)"},
-      {"data.augment.randaugment_ops=-1", "data.augment.randaugment_ops is -1, expected >= 0"},
+      {"data.augment.randaugment_ops=-1",
+       "data.augment.randaugment_ops is -1, expected >= 0 (0 = off)"},
       {"data.augment.randaugment_magnitude=31",
-       "data.augment.randaugment_magnitude is 31.000000, expected 0..30"},
+       "data.augment.randaugment_magnitude is 31, expected a value in [0, 30]"},
       {"data.augment.randaugment_magnitude=-1",
-       "data.augment.randaugment_magnitude is -1.000000, expected 0..30"},
-      {"data.augment.mixup_alpha=-1", "data.augment.mixup_alpha is -1.000000, expected >= 0"},
-      {"data.augment.cutmix_alpha=-0.5", "data.augment.cutmix_alpha is -0.500000, expected >= 0"},
-      {"data.augment.mix_prob=1.5",
-       "data.augment.mix_prob is 1.500000, expected a value in [0, 1]"},
+       "data.augment.randaugment_magnitude is -1, expected a value in [0, 30]"},
+      {"data.augment.mixup_alpha=-1", "data.augment.mixup_alpha is -1, expected >= 0 (0 = off)"},
+      {"data.augment.cutmix_alpha=-0.5",
+       "data.augment.cutmix_alpha is -0.5, expected >= 0 (0 = off)"},
+      {"data.augment.mix_prob=1.5", "data.augment.mix_prob is 1.5, expected a value in [0, 1]"},
       {"data.limit_train=-1", "data.limit_train is -1, expected >= 0 (0 = all)"},
       {"data.limit_test=-1", "data.limit_test is -1, expected >= 0 (0 = all)"},
 
       {"train.batch_size=0", "train.batch_size is 0, expected > 0"},
-      {"train.eval_batch_size=-1", "train.eval_batch_size is -1, expected >= 0"},
+      {"train.eval_batch_size=-1",
+       "train.eval_batch_size is -1, expected >= 0 (0 = 2 x batch_size)"},
       {"train.epochs=0", "train.epochs is 0, expected > 0"},
-      {"train.lr=0", "train.lr is 0.000000, expected > 0"},
-      {"train.lr=-0.1", "train.lr is -0.100000, expected > 0"},
-      {"train.min_lr=0.01", "train.min_lr is 0.010000, expected 0 <= min_lr <= lr"},
-      {"train.min_lr=-1", "train.min_lr is -1.000000, expected 0 <= min_lr <= lr"},
-      {"train.momentum=1", "train.momentum is 1.000000, expected a value in [0, 1)"},
-      {"train.betas=[0.9]", "train.betas must be two values in [0, 1)"},
-      {"train.betas=[0.9, 1.0]", "train.betas must be two values in [0, 1)"},
-      {"train.weight_decay=-0.01", "train.weight_decay is -0.010000, expected >= 0"},
-      {"train.warmup_epochs=-1", "train.warmup_epochs is -1.000000, expected >= 0"},
-      {"train.label_smoothing=1", "train.label_smoothing is 1.000000, expected a value in [0, 1)"},
-      {"train.grad_clip=-1", "train.grad_clip is -1.000000, expected >= 0 (0 = off)"},
-      {"train.early_stop_patience=-1", "train.early_stop_patience is -1, expected >= 0 (0 = off)"},
-      {"train.early_stop_min_delta=-0.1", "train.early_stop_min_delta is -0.100000, expected >= 0"},
-      {"train.validate_every=-1", "train.validate_every is -1, expected >= 0 (0 = every epoch)"},
-      {"train.log_every_s=0", "train.log_every_s is 0.000000, expected > 0"},
-      {"train.layer_decay=0", "train.layer_decay is 0.000000, expected (0, 1] (1 = off)"},
-      {"train.layer_decay=1.5", "train.layer_decay is 1.500000, expected (0, 1] (1 = off)"},
-      {"train.head_lr_scale=0", "train.head_lr_scale is 0.000000, expected > 0"},
+      {"train.lr=0", "train.lr is 0, expected > 0"},
+      {"train.lr=-0.1", "train.lr is -0.1, expected > 0"},
+      {"train.min_lr=0.01", "train.min_lr is 0.01, expected 0 <= min_lr <= lr"},
+      {"train.min_lr=-1", "train.min_lr is -1, expected 0 <= min_lr <= lr"},
+      {"train.momentum=1", "train.momentum is 1, expected a value in [0, 1)"},
+      {"train.betas=[0.9]", "train.betas has 1 values, expected 2 (AdamW's beta1 and beta2)"},
+      {"train.betas=[0.9, 1.0]", "train.betas holds 1, expected every value in [0, 1)"},
+      {"train.weight_decay=-0.01", "train.weight_decay is -0.01, expected >= 0"},
+      {"train.warmup_epochs=-1", "train.warmup_epochs is -1, expected >= 0"},
+      {"train.label_smoothing=1", "train.label_smoothing is 1, expected a value in [0, 1)"},
+      {"train.grad_clip=-1", "train.grad_clip is -1, expected >= 0 (0 = off)"},
+      {"train.early_stop_patience=-1",
+       "train.early_stop_patience is -1, expected >= 0 (0 = never stop early)"},
+      {"train.early_stop_min_delta=-0.1", "train.early_stop_min_delta is -0.1, expected >= 0"},
+      {"train.validate_every=-1", "train.validate_every is -1, expected >= 0 (0 = once per epoch)"},
+      {"train.log_every_s=0", "train.log_every_s is 0, expected > 0"},
+      {"train.layer_decay=0", "train.layer_decay is 0, expected a value in (0, 1] (1 = off)"},
+      {"train.layer_decay=1.5", "train.layer_decay is 1.5, expected a value in (0, 1] (1 = off)"},
+      {"train.head_lr_scale=0", "train.head_lr_scale is 0, expected > 0"},
       {"train.freeze=7",
        "train.freeze is '7', expected none | backbone | N (freeze the "
        "embeddings and the first N blocks, 0..6)"},
@@ -188,8 +191,20 @@ TEST(Config, EachValidationRuleRejectsItsValue) {
        "train.freeze is '99999999999', expected none | backbone | N "
        "(freeze the embeddings and the first N blocks, 0..6)"},
 
-      {"analysis.discard_ratio=1",
-       "analysis.discard_ratio is 1.000000, expected a value in [0, 1)"},
+      {"model.registers=257", "model.registers is 257, expected 0..256"},
+      {"model.init_values=-1e-05",
+       "model.init_values is -1e-05, expected >= 0 (0 = no LayerScale)"},
+      {"data.workers=1025", "data.workers is 1025, expected 0..1024 (0 = one per core)"},
+      {"data.memory_budget_mb=-1",
+       "data.memory_budget_mb is -1, expected >= 0 (0 = a quarter of the machine's memory)"},
+      {"data.shuffle_buffer=0", "data.shuffle_buffer is 0, expected 1..1000000"},
+      {"data.shuffle_buffer_mb=1048577", "data.shuffle_buffer_mb is 1048577, expected 1..1048576"},
+      {"data.augment.random_erasing=1.25",
+       "data.augment.random_erasing is 1.25, expected a value in [0, 1]"},
+      {"train.snapshot_every=-1", "train.snapshot_every is -1, expected >= 0 (0 = off)"},
+      {"train.dist_timeout_s=0", "train.dist_timeout_s is 0, expected > 0"},
+      {"train.dist_bucket_mb=-0.5", "train.dist_bucket_mb is -0.5, expected > 0"},
+      {"analysis.discard_ratio=1", "analysis.discard_ratio is 1, expected a value in [0, 1)"},
       {"analysis.rollout_samples=0", "analysis.rollout_samples is 0, expected > 0"},
       {"analysis.distance_samples=0", "analysis.distance_samples is 0, expected > 0"},
   };
@@ -341,15 +356,16 @@ TEST(Config, StreamingValuesAreChecked) {
     return error_of([&] { from(text).validate(); });
   };
   EXPECT_EQ(invalid(R"({"data": {"augment": {"random_resized_crop": {"scale": [0.5, 0.1]}}}})"),
-            "invalid config: data.augment.random_resized_crop.scale is [0.500000, "
-            "0.100000], expected [low, high] with 0 < low <= high <= 1.000000");
+            "invalid config: data.augment.random_resized_crop.scale is [0.5, 0.1], expected "
+            "[low, high] with 0 < low <= high <= 1");
   EXPECT_EQ(invalid(R"({"data": {"augment": {"random_resized_crop": {"ratio": [0, 2]}}}})"),
-            "invalid config: data.augment.random_resized_crop.ratio is [0.000000, "
-            "2.000000], expected [low, high] with 0 < low <= high");
+            "invalid config: data.augment.random_resized_crop.ratio is [0, 2], expected "
+            "[low, high] with 0 < low <= high");
   EXPECT_EQ(invalid(R"({"data": {"crop_pct": 1.5}})"),
-            "invalid config: data.crop_pct is 1.500000, expected a value in (0, 1]");
+            "invalid config: data.crop_pct is 1.5, expected a value in (0, 1]");
   EXPECT_EQ(invalid(R"({"data": {"prefetch_batches": -1}})"),
-            "invalid config: data.prefetch_batches is -1, expected 0..1024 (0 = by device)");
+            "invalid config: data.prefetch_batches is -1, expected 0..1024 (0 = 2 on the CPU, 4 on "
+            "CUDA)");
   EXPECT_EQ(invalid(R"({"data": {"dataset": "webdataset", "train_shards": "t-{0..3}.tar"}})"),
             "invalid config: data.val_shards is empty, expected the validation "
             "shards' brace pattern under data.root (webdataset)");
@@ -357,7 +373,7 @@ TEST(Config, StreamingValuesAreChecked) {
             "invalid config: data.augment.random_resized_crop crops the original "
             "images, which only the streamed path reads; data.stream is false");
   EXPECT_EQ(invalid(R"({"model": {"drop_path": 1.0}})"),
-            "invalid config: model.drop_path is 1.000000, expected a value in [0, 1)");
+            "invalid config: model.drop_path is 1, expected a value in [0, 1)");
 }
 
 // train.accum_steps, train.grad_checkpointing and train.ema: read, written
@@ -394,18 +410,16 @@ TEST(Config, FittingSettingsReadWriteBackAndAreChecked) {
             "invalid config: train.accum_steps is 3, expected a divisor of train.batch_size 100 "
             "(each micro-batch is batch_size / accum_steps images)");
   EXPECT_EQ(invalid(R"({"train": {"accum_steps": 0}})"),
-            "invalid config: train.accum_steps is 0, expected a divisor of train.batch_size 128 "
-            "(each micro-batch is batch_size / accum_steps images)");
+            "invalid config: train.accum_steps is 0, expected > 0");
   EXPECT_EQ(invalid(R"({"train": {"accum_steps": -2}})"),
-            "invalid config: train.accum_steps is -2, expected a divisor of train.batch_size 128 "
-            "(each micro-batch is batch_size / accum_steps images)");
+            "invalid config: train.accum_steps is -2, expected > 0");
   EXPECT_EQ(invalid(R"({"train": {"grad_checkpointing": 7}})"),
             "invalid config: train.grad_checkpointing is 7, expected 0..6 (true = every block, "
             "k = every k-th block of model.depth)");
   EXPECT_EQ(invalid(R"({"train": {"ema": {"decay": 1.0}}})"),
-            "invalid config: train.ema.decay is 1.000000, expected (0, 1)");
+            "invalid config: train.ema.decay is 1, expected a value in (0, 1)");
   EXPECT_EQ(invalid(R"({"train": {"ema": {"decay": 0}}})"),
-            "invalid config: train.ema.decay is 0.000000, expected (0, 1)");
+            "invalid config: train.ema.decay is 0, expected a value in (0, 1)");
   EXPECT_EQ(error_of([] { from(R"({"train": {"ema": {"beta": 0.9}}})"); }),
             "test.json: unknown config key 'train.ema.beta'; expected decay, warmup or "
             "select_best");

@@ -174,7 +174,7 @@ void check_all_keys(const json& j) {
 
 json config_to_json(const Config& c) {
   json j = json::object();
-  for_each_field(c, [&](const char* path, const auto& value, const char*) {
+  for_each_field(c, [&](const char* path, const auto& value, const char*, const auto&) {
     j[pointer_of(path)] = json_of(value);
   });
   return j;
@@ -187,7 +187,7 @@ std::string config_to_json_string(const Config& c) {
 Config config_from_json(const json& j) {
   check_all_keys(j);
   Config c;
-  for_each_field(c, [&](const char* path, auto& value, const char*) {
+  for_each_field(c, [&](const char* path, auto& value, const char*, const auto&) {
     const auto pointer = pointer_of(path);
     if (j.contains(pointer)) read_value(path, j.at(pointer), value);
   });
@@ -207,7 +207,7 @@ void apply_override(Config& c, const std::string& assignment) {
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   bool found = false;
-  for_each_field(c, [&](const char* path, auto& value, const char*) {
+  for_each_field(c, [&](const char* path, auto& value, const char*, const auto&) {
     if (key != path) return;
     found = true;
     using T = std::decay_t<decltype(value)>;

@@ -51,9 +51,15 @@ std::string section_of(const std::string& path) {
 std::vector<ConfigKey> config_keys() {
   std::vector<ConfigKey> keys;
   const Config defaults;
-  for_each_field(defaults, [&](const char* path, const auto& value, const char* meaning) {
+  for_each_field(defaults, [&](const char* path, const auto& value, const char* meaning,
+                               const config_detail::Range& range) {
     using T = std::decay_t<decltype(value)>;
-    keys.push_back({path, type_of_value<T>(), json_of(value).dump(), meaning});
+    std::string type = type_of_value<T>();
+    if (!range.any())
+      type += (std::is_same_v<T, std::vector<double>> ? ", each " : ", ") + range.text();
+    const std::string note = range.note;
+    keys.push_back(
+        {path, type, json_of(value).dump(), note.empty() ? meaning : meaning + ("; " + note)});
   });
   return keys;
 }

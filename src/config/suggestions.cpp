@@ -10,7 +10,8 @@ namespace vit::config_detail {
 std::vector<std::string> known_paths() {
   std::vector<std::string> paths;
   Config c;
-  for_each_field(c, [&](const char* path, auto&, const char*) { paths.emplace_back(path); });
+  for_each_field(
+      c, [&](const char* path, auto&, const char*, const auto&) { paths.emplace_back(path); });
   return paths;
 }
 

@@ -8,9 +8,37 @@
 #include "vit/error.hpp"
 
 namespace vit {
+
+namespace config_detail {
+
 namespace {
 
+// A bound or a value as a person writes it: 0, 1024, 0.5, 1e-06.
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(int64_t(v));
+  return json(v).dump();
+}
+
+}  // namespace
+
+std::string Range::text() const {
+  if (whole) return number_text(low) + ".." + number_text(high);
+  if (!interval()) return (low_open ? "> " : ">= ") + number_text(low);
+  return (low_open ? "(" : "[") + number_text(low) + ", " + number_text(high) +
+         (high_open ? ")" : "]");
+}
+
+std::string Range::described() const {
+  return *note ? text() + " (" + note + ")" : text();
+}
+
+}  // namespace config_detail
+
+namespace {
+
+using config_detail::for_each_field;
 using config_detail::parsed_freeze;
+using config_detail::Range;
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw Error("invalid config: " + message);
@@ -20,18 +48,33 @@ std::string quoted(const std::string& s) {
   return "'" + s + "'";
 }
 
-// An integer in [low, high]; `note` says what the bounds mean where it helps.
+// An integer in [low, high] that depends on another field; `note` says what the bounds mean.
 void require_range(const std::string& path, int64_t value, int64_t low, int64_t high,
-                   const std::string& note = "") {
+                   const std::string& note) {
   require(value >= low && value <= high, path + " is " + std::to_string(value) + ", expected " +
                                              std::to_string(low) + ".." + std::to_string(high) +
                                              note);
 }
 
-void require_fraction(const std::string& path, double value, bool allow_one) {
-  require(value >= 0.0 && (allow_one ? value <= 1.0 : value < 1.0),
-          path + " is " + std::to_string(value) + ", expected a value in [0, 1" +
-              (allow_one ? "]" : ")"));
+// Every number the field table gives a range, with the message the range makes:
+// "model.dropout is 1, expected a value in [0, 1)".
+void validate_ranges(const Config& c) {
+  for_each_field(c, [](const char* path, const auto& value, const char*, const Range& range) {
+    using T = std::decay_t<decltype(value)>;
+    if (range.any()) return;
+    if constexpr (std::is_same_v<T, std::vector<double>>) {
+      for (const double v : value)
+        require(range.holds(v), std::string(path) + " holds " + config_detail::number_text(v) +
+                                    ", expected every value " + (range.interval() ? "in " : "") +
+                                    range.described());
+    } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      const std::string shown =
+          std::is_integral_v<T> ? std::to_string(value) : config_detail::number_text(double(value));
+      require(range.holds(double(value)), std::string(path) + " is " + shown + ", expected " +
+                                              (range.interval() ? "a value in " : "") +
+                                              range.described());
+    }
+  });
 }
 
 // timm's VisionTransformer options that depend on one another.
@@ -45,17 +88,11 @@ void validate_model_options(const ModelConfig& m) {
   require(m.pool != Pool::kMap || m.dim % m.heads == 0,
           "model.pool map: model.heads " + std::to_string(m.heads) + " does not divide model.dim " +
               std::to_string(m.dim) + " (the attention pool's heads are dim / heads wide)");
-  require(std::isfinite(m.init_values) && m.init_values >= 0,
-          "model.init_values is " + std::to_string(m.init_values) +
-              ", expected >= 0 (0 = no LayerScale)");
 }
 
-// The upper bounds (config.hpp) keep every size, and the parameter and FLOP
-// counts computed from them, far inside int64.
+// The sizes that depend on one another; with the table's upper bounds (config.hpp)
+// every size, and the parameter and FLOP counts computed from them, stay far inside int64.
 void validate_model(const ModelConfig& m) {
-  require_range("model.image_size", m.image_size, 1, kMaxImageSize);
-  require(m.patch_size > 0,
-          "model.patch_size is " + std::to_string(m.patch_size) + ", expected > 0");
   require(m.image_size % m.patch_size == 0, "model.patch_size " + std::to_string(m.patch_size) +
                                                 " does not divide model.image_size " +
                                                 std::to_string(m.image_size));
@@ -68,24 +105,12 @@ void validate_model(const ModelConfig& m) {
   require(m.num_classes == 0 || (m.num_classes >= 2 && m.num_classes <= kMaxClasses),
           "model.num_classes is " + std::to_string(m.num_classes) + ", expected 2.." +
               std::to_string(kMaxClasses) + ", or 0 for a backbone without a head");
-  require_range("model.dim", m.dim, 1, kMaxWidth);
-  require_range("model.depth", m.depth, 1, kMaxDepth);
-  require_range("model.heads", m.heads, 1, kMaxWidth);
-  require_range("model.dim_head", m.dim_head, 0, kMaxWidth, " (0 = dim / heads)");
   require(m.dim_head > 0 || m.dim % m.heads == 0,
           "model.heads " + std::to_string(m.heads) + " does not divide model.dim " +
               std::to_string(m.dim) + " (set model.dim_head to use another head width)");
   require(m.inner_dim() <= kMaxWidth, "model.heads * model.dim_head is " +
                                           std::to_string(m.inner_dim()) + ", expected at most " +
                                           std::to_string(kMaxWidth));
-  require_range("model.mlp_dim", m.mlp_dim, 1, kMaxWidth);
-  require_fraction("model.dropout", m.dropout, false);
-  require_fraction("model.emb_dropout", m.emb_dropout, false);
-  require_fraction("model.attn_dropout", m.attn_dropout, false);
-  require(m.layer_norm_eps > 0,
-          "model.layer_norm_eps is " + std::to_string(m.layer_norm_eps) + ", expected > 0");
-  require_fraction("model.drop_path", m.drop_path, false);
-  require_range("model.registers", m.registers, 0, kMaxRegisters);
   validate_model_options(m);
 }
 
@@ -94,9 +119,9 @@ void require_interval(const std::string& path, const std::vector<double>& v, dou
   const bool ok = v.size() == 2 && v[0] > 0 && v[0] <= v[1] && (most <= 0 || v[1] <= most);
   std::string got = "[";
   for (size_t i = 0; i < v.size(); ++i)
-    got += (i ? ", " : "") + std::to_string(v[i]);
+    got += (i ? ", " : "") + config_detail::number_text(v[i]);
   require(ok, path + " is " + got + "], expected [low, high] with 0 < low <= high" +
-                  (most > 0 ? " <= " + std::to_string(most) : std::string()));
+                  (most > 0 ? " <= " + config_detail::number_text(most) : std::string()));
 }
 
 void validate_streaming(const DataConfig& d) {
@@ -104,16 +129,6 @@ void validate_streaming(const DataConfig& d) {
     require_interval("data.augment.random_resized_crop.scale", crop->scale, 1.0);
     require_interval("data.augment.random_resized_crop.ratio", crop->ratio, 0.0);
   }
-  require_fraction("data.augment.random_erasing", d.augment.random_erasing, true);
-  require(d.memory_budget_mb >= 0, "data.memory_budget_mb is " +
-                                       std::to_string(d.memory_budget_mb) +
-                                       ", expected >= 0 (0 = a quarter of the machine's memory)");
-  require_range("data.workers", d.workers, 0, kMaxThreads, " (0 = one per core)");
-  require_range("data.prefetch_batches", d.prefetch_batches, 0, 1024, " (0 = by device)");
-  require(d.crop_pct > 0 && d.crop_pct <= 1,
-          "data.crop_pct is " + std::to_string(d.crop_pct) + ", expected a value in (0, 1]");
-  require_range("data.shuffle_buffer", d.shuffle_buffer, 1, 1'000'000);
-  require_range("data.shuffle_buffer_mb", d.shuffle_buffer_mb, 1, 1 << 20);
   const bool shards = d.dataset == DatasetKind::kWebdataset;
   require(!shards || !d.train_shards.empty(),
           "data.train_shards is empty, expected the training shards' brace pattern under "
@@ -134,7 +149,6 @@ void validate_streaming(const DataConfig& d) {
 void validate_data(const DataConfig& d, const ModelConfig& m) {
   const int64_t channels = m.channels;
   require(!d.root.empty(), "data.root is empty, expected the folder holding the dataset");
-  require(d.val_size >= 0, "data.val_size is " + std::to_string(d.val_size) + ", expected >= 0");
   require(d.validation != ValidationSource::kFolder || d.dataset == DatasetKind::kImageFolder,
           "data.validation is \"folder\", which reads an image folder's val/; " +
               std::string(enum_name(d.dataset)) + " validates on data.val_size held-out images");
@@ -145,27 +159,10 @@ void validate_data(const DataConfig& d, const ModelConfig& m) {
                 " values, expected one per channel (model.channels = " + std::to_string(channels) +
                 ")");
   }
-  for (double s : d.std)
-    require(s > 0, "data.std holds " + std::to_string(s) + ", expected every value > 0");
-  const auto& a = d.augment;
   // Reflect padding needs a side longer than the padding; zero padding that
   // wide would crop mostly black squares.
-  require_range("data.augment.crop_padding", a.crop_padding, 0, m.image_size - 1,
+  require_range("data.augment.crop_padding", d.augment.crop_padding, 0, m.image_size - 1,
                 " (below model.image_size)");
-  require(a.randaugment_ops >= 0, "data.augment.randaugment_ops is " +
-                                      std::to_string(a.randaugment_ops) + ", expected >= 0");
-  require(a.randaugment_magnitude >= 0 && a.randaugment_magnitude <= 30,
-          "data.augment.randaugment_magnitude is " + std::to_string(a.randaugment_magnitude) +
-              ", expected 0..30");
-  require(a.mixup_alpha >= 0,
-          "data.augment.mixup_alpha is " + std::to_string(a.mixup_alpha) + ", expected >= 0");
-  require(a.cutmix_alpha >= 0,
-          "data.augment.cutmix_alpha is " + std::to_string(a.cutmix_alpha) + ", expected >= 0");
-  require_fraction("data.augment.mix_prob", a.mix_prob, true);
-  require(d.limit_train >= 0,
-          "data.limit_train is " + std::to_string(d.limit_train) + ", expected >= 0 (0 = all)");
-  require(d.limit_test >= 0,
-          "data.limit_test is " + std::to_string(d.limit_test) + ", expected >= 0 (0 = all)");
   validate_streaming(d);
   require(d.sha256.empty() || !d.url.empty(),
           "data.sha256 is set but data.url is empty: the official archives are checked against "
@@ -177,59 +174,26 @@ void validate_data(const DataConfig& d, const ModelConfig& m) {
 }
 
 void validate_train(const TrainConfig& t) {
-  require(t.batch_size > 0,
-          "train.batch_size is " + std::to_string(t.batch_size) + ", expected > 0");
-  require(t.eval_batch_size >= 0,
-          "train.eval_batch_size is " + std::to_string(t.eval_batch_size) + ", expected >= 0");
-  require(t.epochs > 0, "train.epochs is " + std::to_string(t.epochs) + ", expected > 0");
-  require(t.lr > 0, "train.lr is " + std::to_string(t.lr) + ", expected > 0");
-  require(t.min_lr >= 0 && t.min_lr <= t.lr,
-          "train.min_lr is " + std::to_string(t.min_lr) + ", expected 0 <= min_lr <= lr");
-  require_fraction("train.momentum", t.momentum, false);
   require(
-      t.betas.size() == 2 && t.betas[0] >= 0 && t.betas[0] < 1 && t.betas[1] >= 0 && t.betas[1] < 1,
-      "train.betas must be two values in [0, 1)");
-  require(t.weight_decay >= 0,
-          "train.weight_decay is " + std::to_string(t.weight_decay) + ", expected >= 0");
-  require(t.warmup_epochs >= 0,
-          "train.warmup_epochs is " + std::to_string(t.warmup_epochs) + ", expected >= 0");
-  require_fraction("train.label_smoothing", t.label_smoothing, false);
-  require(t.grad_clip >= 0,
-          "train.grad_clip is " + std::to_string(t.grad_clip) + ", expected >= 0 (0 = off)");
-  require(t.early_stop_patience >= 0, "train.early_stop_patience is " +
-                                          std::to_string(t.early_stop_patience) +
-                                          ", expected >= 0 (0 = off)");
-  require(t.early_stop_min_delta >= 0, "train.early_stop_min_delta is " +
-                                           std::to_string(t.early_stop_min_delta) +
-                                           ", expected >= 0");
-  require(t.validate_every >= 0, "train.validate_every is " + std::to_string(t.validate_every) +
-                                     ", expected >= 0 (0 = every epoch)");
-  require(t.snapshot_every >= 0, "train.snapshot_every is " + std::to_string(t.snapshot_every) +
-                                     ", expected >= 0 (0 = off)");
-  require(t.log_every_s > 0,
-          "train.log_every_s is " + std::to_string(t.log_every_s) + ", expected > 0");
-  require(t.layer_decay > 0 && t.layer_decay <= 1,
-          "train.layer_decay is " + std::to_string(t.layer_decay) + ", expected (0, 1] (1 = off)");
-  require(t.head_lr_scale > 0,
-          "train.head_lr_scale is " + std::to_string(t.head_lr_scale) + ", expected > 0");
-  require(t.dist_timeout_s > 0,
-          "train.dist_timeout_s is " + std::to_string(t.dist_timeout_s) + ", expected > 0");
-  require(t.dist_bucket_mb > 0,
-          "train.dist_bucket_mb is " + std::to_string(t.dist_bucket_mb) + ", expected > 0");
+      t.min_lr >= 0 && t.min_lr <= t.lr,
+      "train.min_lr is " + config_detail::number_text(t.min_lr) + ", expected 0 <= min_lr <= lr");
+  require(t.betas.size() == 2, "train.betas has " + std::to_string(t.betas.size()) +
+                                   " values, expected 2 (AdamW's beta1 and beta2)");
 }
 
 // What does not fit: the micro-batches divide the batch, the checkpointed
-// blocks exist, the average's decay is one.
+// blocks exist, the average's decay is below one.
 void validate_fitting(const TrainConfig& t, int64_t depth) {
-  require(t.accum_steps > 0 && t.batch_size % t.accum_steps == 0,
+  require(t.batch_size % t.accum_steps == 0,
           "train.accum_steps is " + std::to_string(t.accum_steps) +
               ", expected a divisor of train.batch_size " + std::to_string(t.batch_size) +
               " (each micro-batch is batch_size / accum_steps images)");
   require_range("train.grad_checkpointing", t.grad_checkpointing.every, 0, depth,
                 " (true = every block, k = every k-th block of model.depth)");
   if (t.ema)
-    require(t.ema->decay > 0 && t.ema->decay < 1,
-            "train.ema.decay is " + std::to_string(t.ema->decay) + ", expected (0, 1)");
+    require(t.ema->decay > 0 && t.ema->decay < 1, "train.ema.decay is " +
+                                                      config_detail::number_text(t.ema->decay) +
+                                                      ", expected a value in (0, 1)");
 }
 
 // "none", "backbone" or a block count 0..depth.
@@ -241,19 +205,11 @@ void validate_freeze(const std::string& freeze, int64_t depth) {
               std::to_string(depth) + ")");
 }
 
-void validate_analysis(const AnalysisConfig& a) {
-  require_fraction("analysis.discard_ratio", a.discard_ratio, false);
-  require(a.rollout_samples > 0,
-          "analysis.rollout_samples is " + std::to_string(a.rollout_samples) + ", expected > 0");
-  require(a.distance_samples > 0,
-          "analysis.distance_samples is " + std::to_string(a.distance_samples) + ", expected > 0");
-}
-
 }  // namespace
 
 void Config::validate() const {
   require(!name.empty(), "name is empty, expected a run name such as \"cifar10\"");
-  require_range("threads", threads, 0, kMaxThreads, " (0 = all cores)");
+  validate_ranges(*this);
   require(device_choice(device).has_value(),
           "device is " + quoted(device) + ", expected auto | cpu | cuda | cuda:N");
   validate_model(model);
@@ -261,7 +217,6 @@ void Config::validate() const {
   validate_train(train);
   validate_freeze(train.freeze, model.depth);
   validate_fitting(train, model.depth);
-  validate_analysis(analysis);
 }
 
 }  // namespace vit

@@ -55,7 +55,7 @@ TEST(ConfigCommand, TheReferenceHasEveryKeyOnceWithItsDefault) {
     EXPECT_NE(reference.find("| `" + key.path + "` |"), std::string::npos) << key.path;
     EXPECT_FALSE(key.meaning.empty()) << key.path;
   }
-  EXPECT_NE(reference.find("| `model.depth` | integer | `6` | transformer blocks L, 1..1024 |"),
+  EXPECT_NE(reference.find("| `model.depth` | integer, 1..1024 | `6` | transformer blocks L |"),
             std::string::npos);
   EXPECT_NE(reference.find("| `train.ema` | null or {decay: number, warmup: true/false, "
                            "select_best: true/false} | `null` |"),
@@ -66,7 +66,10 @@ TEST(ConfigCommand, TheReferenceHasEveryKeyOnceWithItsDefault) {
                            "`\"cls\"` | what the head reads (timm's global_pool): the class token "
                            "(cls, or timm's token)"),
             std::string::npos);
-  EXPECT_NE(reference.find("| `train.betas` | list of numbers | `[0.9,0.999]` |"),
+  EXPECT_NE(reference.find("| `threads` | integer, 0..1024 | `0` | LibTorch's CPU threads; 0 = all "
+                           "cores |"),
+            std::string::npos);
+  EXPECT_NE(reference.find("| `train.betas` | list of numbers, each [0, 1) | `[0.9,0.999]` |"),
             std::string::npos);
 }
 
