@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
-#include "vit/weights/hf_cache.hpp"
+#include "vit/hf_cache.hpp"
 #include "vit/weights/safetensors.hpp"
 #include "vit/weights/timm_hub.hpp"
 #include "vit/weights/timm_layout.hpp"

@@ -11,7 +11,7 @@
 
 #include "vit/error.hpp"
 #include "vit/weights/checkpoint.hpp"
-#include "vit/weights/hf_cache.hpp"
+#include "vit/hf_cache.hpp"
 #include "vit/weights/patch_embed_resize.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
 #include "vit/weights/timm_hub.hpp"

@@ -1,4 +1,4 @@
-#include "vit/weights/hf_cache.hpp"
+#include "vit/hf_cache.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -102,6 +102,13 @@ TEST_F(HfCacheTest, AMissingModelOrABadNameIsAOneLineError) {
                 (home_ / "hub" / "models--timm--vit_base_patch16_224").string() +
                 ", revision v2); fetch it with: huggingface-cli download timm/vit_base_patch16_224 "
                 "--revision v2");
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  EXPECT_EQ(error_of([] { resolve_hf_hub("hf-hub:timm/vit_base_patch16_224"); }),
+            "hf-hub:timm/vit_base_patch16_224: not in the Hugging Face cache (" +
+                (home_ / "hub" / "models--timm--vit_base_patch16_224").string() +
+                ", revision main); fetch it with: huggingface-cli download "
+                "timm/vit_base_patch16_224 (HF_HUB_OFFLINE is set, so vit does not download it)");
+  ::unsetenv("HF_HUB_OFFLINE");
   for (const char* bad :
        {"hf-hub:vit_base", "hf-hub:a/b/c", "hf-hub:/b", "hf-hub:a/", "hf-hub:a/b@", "hf-hub:../x"})
     EXPECT_EQ(error_of([&] { resolve_hf_hub(bad); }),

@@ -13,7 +13,7 @@
 #include "vit/error.hpp"
 #include "vit/infer/precision.hpp"
 #include "vit/terminal_log.hpp"
-#include "vit/weights/hf_cache.hpp"
+#include "vit/hf_cache.hpp"
 
 namespace vit::cli {
 

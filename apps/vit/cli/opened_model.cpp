@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "vit/data/download/hub_download.hpp"
 #include "vit/data/materialize.hpp"
 
 namespace vit::cli {
@@ -13,6 +14,7 @@ LoadedModel open_checkpoint(const std::optional<std::string>& checkpoint,
                             const std::optional<std::string>& config_path, c10::Device device) {
   const std::string path = resolve_checkpoint_path(checkpoint);
   spdlog::info("using checkpoint {}", path);
+  data::fetch_hf_hub_if_named(path);
   LoadedModel loaded = load_model(path, config_path);
   loaded.model->to(device);
   loaded.model->eval();

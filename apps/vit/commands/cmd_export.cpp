@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/config_files.hpp"
+#include "vit/data/download/hub_download.hpp"
 #include "vit/error.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit/weights/timm_hub.hpp"
@@ -35,6 +36,7 @@ int run_export(const ExportOptions& o) {
   apply_common_options(o.common);
   check_out_path(o.out, o.format);
   spdlog::info("using checkpoint {}{}", o.checkpoint, o.ema ? ", its weights' average" : "");
+  data::fetch_hf_hub_if_named(o.checkpoint);
   const LoadedModel loaded =
       o.ema ? load_model_average(o.checkpoint) : load_model(o.checkpoint, o.config);
   if (o.format == "timm-hub")

@@ -13,6 +13,7 @@
 #include "commands/memory_report.hpp"
 #include "vit/config.hpp"
 #include "vit/cpu_isa.hpp"
+#include "vit/data/download/hub_download.hpp"
 #include "vit/error.hpp"
 #include "vit/infer/precision.hpp"
 #include "vit/model/vision_transformer.hpp"
@@ -100,6 +101,7 @@ Described describe_source(const InfoOptions& o) {
     throw Error("--set changes a --config file; it cannot change the checkpoint " + *o.checkpoint);
   const std::optional<std::string> config_path =
       o.config.empty() ? std::nullopt : std::optional<std::string>(o.config);
+  data::fetch_hf_hub_if_named(*o.checkpoint);
   LoadedModel loaded = load_model(*o.checkpoint, config_path);
   return {loaded.config, loaded.path, loaded.class_names};
 }

@@ -13,6 +13,7 @@
 #include "vit/atomic_write.hpp"
 #include "vit/data/data_splits.hpp"
 #include "vit/data/download/dataset_download.hpp"
+#include "vit/data/download/hub_download.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
 #include "vit/infer/precision.hpp"
@@ -63,6 +64,7 @@ Config resolve_config(const TrainOptions& o) {
         "vit train: model.num_classes is 0 (a backbone without a head); set the classes "
         "to train, e.g. --set model.num_classes=10");
   if (!c.train.init.empty()) {
+    data::fetch_hf_hub_if_named(c.train.init);
     if (const auto architecture = pretrained_architecture(c.train.init, c.model)) {
       c.model = *architecture;
       c.validate();

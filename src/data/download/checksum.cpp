@@ -17,12 +17,22 @@ struct Digest::Context {
 };
 
 const char* digest_name(DigestKind kind) {
-  return kind == DigestKind::kMd5 ? "MD5" : "SHA-256";
+  switch (kind) {
+    case DigestKind::kMd5:
+      return "MD5";
+    case DigestKind::kSha1:
+      return "SHA-1";
+    case DigestKind::kSha256:
+      break;
+  }
+  return "SHA-256";
 }
 
 Digest::Digest(DigestKind kind) : context_(std::make_unique<Context>()) {
   context_->ctx = EVP_MD_CTX_new();
-  const EVP_MD* md = kind == DigestKind::kMd5 ? EVP_md5() : EVP_sha256();
+  const EVP_MD* md = kind == DigestKind::kMd5    ? EVP_md5()
+                     : kind == DigestKind::kSha1 ? EVP_sha1()
+                                                 : EVP_sha256();
   if (!context_->ctx || EVP_DigestInit_ex(context_->ctx, md, nullptr) != 1)
     throw Error(std::string("cannot start an ") + digest_name(kind) + " digest (libcrypto)");
 }
@@ -48,10 +58,12 @@ std::string Digest::hex() {
   return out;
 }
 
-std::string file_digest(const std::filesystem::path& file, DigestKind kind) {
+std::string file_digest(const std::filesystem::path& file, DigestKind kind,
+                        const std::string& prefix) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(file.string() + ": cannot open for reading (" + std::strerror(errno) + ")");
   Digest digest(kind);
+  digest.update(prefix.data(), prefix.size());
   std::vector<char> buffer(1 << 20);
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));

@@ -4,10 +4,6 @@
 // in the download folder.
 #include "vit/data/download/dataset_download.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +19,7 @@
 #include "vit/data/download/checksum.hpp"
 #include "vit/data/download/dataset_archives.hpp"
 #include "vit/data/download/download.hpp"
+#include "vit/data/download/file_lock.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -81,25 +78,6 @@ std::vector<Planned> plan(const DataConfig& d, const DatasetArchive& a) {
   }
   return files;
 }
-
-// An exclusive lock on a file, released when destroyed.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& file) {
-    fd_ = ::open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error("cannot create " + file.string() + " (" + std::strerror(errno) + ")");
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      spdlog::info("waiting for another vit that downloads into the same folder");
-      ::flock(fd_, LOCK_EX);
-    }
-  }
-  ~FileLock() { ::close(fd_); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 void create_folder(const fs::path& folder, const fs::path& root) {
   std::error_code ec;

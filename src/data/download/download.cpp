@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,6 +68,49 @@ int on_progress(void* user, curl_off_t total, curl_off_t now, curl_off_t, curl_o
   return 0;
 }
 
+// curl_slist of `headers`, freed with the handle's scope.
+using HeaderList = std::unique_ptr<curl_slist, void (*)(curl_slist*)>;
+HeaderList header_list(const std::vector<std::string>& headers) {
+  curl_slist* list = nullptr;
+  for (const auto& header : headers)
+    list = curl_slist_append(list, header.c_str());
+  return HeaderList(list, curl_slist_free_all);
+}
+
+// One header line of an answer into `headers`, its name in lower case.
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto& headers = *static_cast<std::map<std::string, std::string>*>(user);
+  const std::string line(data, size * count);
+  const size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    for (char& c : name)
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+    const size_t begin = line.find_first_not_of(" \t", colon + 1);
+    const size_t end = line.find_last_not_of(" \t\r\n");
+    headers[name] =
+        begin == std::string::npos || end < begin ? "" : line.substr(begin, end - begin + 1);
+  }
+  return size * count;
+}
+
+using CurlHandle = std::unique_ptr<CURL, void (*)(CURL*)>;
+
+// A handle for `url` with what every request of vit's sets: its name, the
+// connect timeout, no signals, the error text into `reason`, and `headers`.
+CurlHandle request(const std::string& url, char* reason, const HeaderList& headers) {
+  CurlHandle handle(curl_easy_init(), curl_easy_cleanup);
+  if (!handle) throw Error("cannot initialise libcurl");
+  CURL* curl = handle.get();
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "vit");
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, reason);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutS);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  return handle;
+}
+
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -82,10 +126,12 @@ uint64_t size_or_zero(const fs::path& file) {
 
 }  // namespace
 
-void fetch_url(const std::string& url, const fs::path& part, const std::string& label) {
+void fetch_url(const std::string& url, const fs::path& part, const std::string& label,
+               const std::vector<std::string>& headers) {
   global_init();
-  std::unique_ptr<CURL, void (*)(CURL*)> handle(curl_easy_init(), curl_easy_cleanup);
-  if (!handle) throw Error("cannot initialise libcurl");
+  char reason[CURL_ERROR_SIZE] = "";
+  const HeaderList header_lines = header_list(headers);
+  const CurlHandle handle = request(url, reason, header_lines);
   CURL* curl = handle.get();
   DownloadProgress progress(label, ::isatty(STDERR_FILENO) == 1);
   Transfer t;
@@ -93,17 +139,11 @@ void fetch_url(const std::string& url, const fs::path& part, const std::string& 
   t.part = part;
   t.offset = size_or_zero(part);
   t.progress = &progress;
-  char reason[CURL_ERROR_SIZE] = "";
   const std::string range = fmt::format("{}-", t.offset);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "vit");
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, reason);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutS);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, kStallTimeoutS);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
@@ -138,6 +178,26 @@ void fetch_url(const std::string& url, const fs::path& part, const std::string& 
   }
   if (!t.opened) write_bytes(part.string(), "", 0);  // an empty file
   progress.finish(t.offset + t.written);
+}
+
+HeadAnswer head_url(const std::string& url, const std::vector<std::string>& headers) {
+  global_init();
+  char reason[CURL_ERROR_SIZE] = "";
+  const HeaderList header_lines = header_list(headers);
+  const CurlHandle handle = request(url, reason, header_lines);
+  CURL* curl = handle.get();
+  HeadAnswer answer;
+  curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, kStallTimeoutS);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer.headers);
+  const CURLcode rc = curl_easy_perform(curl);
+  if (rc != CURLE_OK)
+    throw Error(
+        fmt::format("cannot reach {}: {}", url, reason[0] ? reason : curl_easy_strerror(rc)));
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
+  return answer;
 }
 
 }  // namespace vit::data

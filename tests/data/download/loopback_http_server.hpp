@@ -1,8 +1,9 @@
 #pragma once
 // A tiny HTTP/1.1 server on 127.0.0.1 (a port the kernel picks) for the
-// download tests: it serves files from memory, answers Range requests with
-// 206, unknown paths with 404, can break a response off after N bytes, and
-// records every request. One connection at a time, closed after each answer.
+// download tests: it serves files from memory (GET and HEAD, with headers of
+// their own), answers Range requests with 206, unknown paths with 404, can
+// redirect a path, break a response off after N bytes, and records every
+// request. One connection at a time, closed after each answer.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,6 +25,8 @@ class LoopbackHttpServer {
   struct Request {
     std::string path;
     std::string range;  // the Range header's value, "" when absent
+    std::string method;
+    std::string authorization;  // the Authorization header's value
   };
 
   LoopbackHttpServer() {
@@ -47,9 +50,19 @@ class LoopbackHttpServer {
   LoopbackHttpServer(const LoopbackHttpServer&) = delete;
   LoopbackHttpServer& operator=(const LoopbackHttpServer&) = delete;
 
-  void serve(const std::string& path, const std::vector<uint8_t>& bytes) {
+  // `headers`: whole lines ("ETag: \"abc\"") sent with every answer for `path`.
+  void serve(const std::string& path, const std::vector<uint8_t>& bytes,
+             const std::vector<std::string>& headers = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
     files_[path] = std::string(bytes.begin(), bytes.end());
+    headers_[path] = headers;
+  }
+  // `path` answers 302 to `location`, with `headers`.
+  void redirect(const std::string& path, const std::string& location,
+                const std::vector<std::string>& headers = {}) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    redirects_[path] = location;
+    headers_[path] = headers;
   }
   // The next answer for `path` announces the whole length but sends only `bytes` of it.
   void break_off_next(const std::string& path, size_t bytes) {
@@ -101,15 +114,19 @@ class LoopbackHttpServer {
       head.append(buffer, static_cast<size_t>(n));
     }
     const auto first_space = head.find(' ');
+    const std::string method = head.substr(0, first_space);
     const std::string path =
         head.substr(first_space + 1, head.find(' ', first_space + 1) - first_space - 1);
     const std::string range = header(head, "Range");
-    std::string body;
+    std::string body, own_headers, location;
     size_t limit = std::string::npos;
     bool found = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      requests_.push_back({path, range});
+      requests_.push_back({path, range, method, header(head, "Authorization")});
+      for (const auto& line : headers_[path])
+        own_headers += line + "\r\n";
+      if (auto r = redirects_.find(path); r != redirects_.end()) location = r->second;
       if (auto f = files_.find(path); f != files_.end()) {
         found = true;
         body = f->second;
@@ -118,6 +135,11 @@ class LoopbackHttpServer {
         limit = b->second;
         break_off_.erase(b);
       }
+    }
+    if (!location.empty()) {
+      send_all(client, "HTTP/1.1 302 Found\r\nLocation: " + location + "\r\n" + own_headers +
+                           "Content-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
     }
     if (!found) {
       send_all(client,
@@ -140,8 +162,8 @@ class LoopbackHttpServer {
       body = body.substr(from);
     }
     send_all(client, "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
-                         "\r\n" + extra + "Connection: close\r\n\r\n");
-    send_all(client, limit < body.size() ? body.substr(0, limit) : body);
+                         "\r\n" + extra + own_headers + "Connection: close\r\n\r\n");
+    if (method != "HEAD") send_all(client, limit < body.size() ? body.substr(0, limit) : body);
   }
 
   int fd_ = -1;
@@ -151,6 +173,8 @@ class LoopbackHttpServer {
   mutable std::mutex mutex_;
   std::map<std::string, std::string> files_;
   std::map<std::string, size_t> break_off_;
+  std::map<std::string, std::vector<std::string>> headers_;
+  std::map<std::string, std::string> redirects_;
   std::vector<Request> requests_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // Digests of downloaded files, through OpenSSL's libcrypto (EVP): MD5, the sum
-// the datasets' authors publish, and SHA-256 for data.sha256.
+// the datasets' authors publish, SHA-256 for data.sha256 and the hub's large
+// files, and SHA-1 for the hub's small files (git's blob hash).
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -8,9 +9,9 @@
 
 namespace vit::data {
 
-enum class DigestKind { kMd5, kSha256 };
+enum class DigestKind { kMd5, kSha1, kSha256 };
 
-// "MD5" or "SHA-256", for messages.
+// "MD5", "SHA-1" or "SHA-256", for messages.
 const char* digest_name(DigestKind kind);
 
 // A digest fed piece by piece.
@@ -30,7 +31,9 @@ class Digest {
   std::unique_ptr<Context> context_;
 };
 
-// The digest of a whole file; a vit::Error names a file that cannot be read.
-std::string file_digest(const std::filesystem::path& file, DigestKind kind);
+// The digest of `prefix` and then a whole file (git's blob hash: "blob SIZE\0"
+// and the bytes); a vit::Error names a file that cannot be read.
+std::string file_digest(const std::filesystem::path& file, DigestKind kind,
+                        const std::string& prefix = "");
 
 }  // namespace vit::data
