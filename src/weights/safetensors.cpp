@@ -17,6 +17,7 @@
 
 #include "vit/atomic_write.hpp"
 #include "vit/error.hpp"
+#include "vit/weights/mapped_file.hpp"
 
 namespace vit {
 namespace {
@@ -479,7 +480,10 @@ SafetensorsContents read_safetensors(const std::string& path) {
   const Header header =
       parse_header(reinterpret_cast<const uint8_t*>(text.data()), n, data_size, path);
 
-  // One read of the whole data section into an aligned buffer; the tensors share it.
+  // The file mapped, the tensors viewing it (mapped_file.hpp); where it cannot
+  // be mapped, one read of the whole data section into a buffer they share.
+  if (const at::Tensor mapped = map_file(path, file_size); mapped.defined())
+    return build(header, mapped.data_ptr<uint8_t>() + kPrefixBytes + n, mapped, path);
   at::Tensor buffer;
   try {
     buffer = at::empty({static_cast<int64_t>(data_size)}, at::kByte);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vit/error.hpp"
+#include "vit/weights/mapped_file.hpp"
 
 namespace vit {
 namespace {
@@ -207,8 +208,11 @@ LoadReport load_weights(VisionTransformer& model, const TensorMap& state,
                 qkv_bias_hint(model->config(), state) + registers_hint(model->config(), state));
   }
   torch::NoGradGuard no_grad;
-  for (const auto& p : params)
-    p.value().copy_(state.at(p.key()));
+  for (const auto& p : params) {
+    const at::Tensor& source = state.at(p.key());
+    p.value().copy_(source);
+    release_mapped_pages(source);  // a mapped file's pages, once copied
+  }
   return report;
 }
 

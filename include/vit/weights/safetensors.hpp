@@ -32,8 +32,9 @@ constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 at::ScalarType safetensors_dtype(const std::string& name);
 std::string safetensors_dtype_name(at::ScalarType dtype);
 
-// The tensors share one buffer of the data section (a misaligned one gets its own
-// copy), which any tensor still held keeps alive. Errors name `path`.
+// The tensors view the file, mapped (mapped_file.hpp), or share one buffer of its
+// data section where it cannot be mapped (a misaligned one gets its own copy);
+// any tensor still held keeps it. Errors name `path`.
 SafetensorsContents read_safetensors(const std::string& path);
 // Parses bytes in memory; the tensors are copies. Errors name `source_name`.
 SafetensorsContents parse_safetensors(const uint8_t* data, size_t size,
