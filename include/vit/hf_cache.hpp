@@ -5,7 +5,6 @@
 //   CACHE/models--ORG--NAME/snapshots/COMMIT/  the files (links into blobs/)
 //   CACHE/models--ORG--NAME/blobs/ETAG         the files' bytes, named by the server's ETag
 // CACHE is $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
-// Reading it is weights/'s; filling it, data/download/hub_download's.
 #include <filesystem>
 #include <string>
 
@@ -23,10 +22,8 @@ struct HfHubName {
 // The parts of `spec`; a vit::Error when it is not hf-hub:ORG/NAME[@REVISION].
 HfHubName hf_hub_name(const std::string& spec);
 
-// A 40-digit lower-case hexadecimal commit hash.
 bool is_commit_hash(const std::string& s);
 
-// The cache folder that huggingface_hub uses in this environment.
 std::string hf_hub_cache();
 
 // CACHE/models--ORG--NAME.

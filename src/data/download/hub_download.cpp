@@ -1,3 +1,15 @@
+// The hub's protocol, as huggingface_hub speaks it:
+//   server:  $HF_ENDPOINT (default https://huggingface.co), the file at
+//            ENDPOINT/ORG/NAME/resolve/REVISION/FILE
+//   token:   $HF_TOKEN, else the file $HF_HOME/token, sent as a bearer token
+//            (gated and private models)
+// Each file goes to blobs/ETAG.incomplete, resumes there after a broken
+// transfer, and becomes blobs/ETAG only when its hash is the server's ETag
+// (SHA-256 for large files, git's SHA-1 for small ones); then
+// snapshots/COMMIT/FILE links to it and refs/REVISION names the commit.
+// Nothing is written outside the model's folder in the cache and the
+// cache's .locks/, where a lock per file keeps two processes (torchrun's
+// ranks) from writing it at once.
 #include "vit/data/download/hub_download.hpp"
 
 #include <algorithm>

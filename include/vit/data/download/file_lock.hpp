@@ -7,8 +7,7 @@ namespace vit::data {
 
 class FileLock {
  public:
-  // Creates `file` (and its folder) when missing and waits for the lock; a
-  // vit::Error names a file that cannot be created.
+  // Waits for the lock; a vit::Error names a file that cannot be created.
   explicit FileLock(const std::filesystem::path& file);
   ~FileLock();  // closing the file releases the lock
   FileLock(const FileLock&) = delete;
