@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include "kernel_calls.hpp"
+#include "layer_init.hpp"
 #include "vit/error.hpp"
 #include "vit/kernels/attention_from_projection.hpp"
 #include "vit/kernels/batched_matmul.hpp"
@@ -20,10 +21,8 @@ namespace vit {
 
 AttentionImpl::AttentionImpl(const ModelConfig& cfg)
     : heads_(cfg.heads), head_dim_(cfg.head_dim()), attn_dropout_(cfg.attn_dropout) {
-  qkv = register_module(
-      "qkv",
-      torch::nn::Linear(torch::nn::LinearOptions(cfg.dim, 3 * cfg.inner_dim()).bias(cfg.qkv_bias)));
-  proj = register_module("proj", torch::nn::Linear(cfg.inner_dim(), cfg.dim));
+  qkv = register_module("qkv", make_linear(cfg.dim, 3 * cfg.inner_dim(), cfg.qkv_bias));
+  proj = register_module("proj", make_linear(cfg.inner_dim(), cfg.dim));
   attn_drop = register_module("attn_drop", torch::nn::Dropout(cfg.attn_dropout));
   proj_drop = register_module("proj_drop", torch::nn::Dropout(cfg.dropout));
 }

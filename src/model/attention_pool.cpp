@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "kernel_calls.hpp"
+#include "layer_init.hpp"
 
 namespace vit {
 
@@ -13,9 +14,9 @@ AttentionPoolImpl::AttentionPoolImpl(const ModelConfig& cfg) : heads_(cfg.heads)
   const int64_t D = cfg.dim;
   latent = register_parameter("latent", torch::zeros({1, 1, D}));
   // timm gives the pool's projections biases whatever the blocks' qkv_bias.
-  q = register_module("q", torch::nn::Linear(D, D));
-  kv = register_module("kv", torch::nn::Linear(D, 2 * D));
-  proj = register_module("proj", torch::nn::Linear(D, D));
+  q = register_module("q", make_linear(D, D));
+  kv = register_module("kv", make_linear(D, 2 * D));
+  proj = register_module("proj", make_linear(D, D));
   norm = register_module("norm", make_norm(cfg));
   mlp = register_module("mlp", Mlp(D, cfg.mlp_dim, cfg.act_layer, /*dropout=*/0.0));
 }

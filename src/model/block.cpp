@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "kernel_calls.hpp"
+#include "layer_init.hpp"
 #include "vit/model/weight_substitution.hpp"
 
 namespace vit {
@@ -24,8 +25,8 @@ MlpImpl::MlpImpl(const ModelConfig& cfg)
 
 MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, double dropout)
     : activation_(activation) {
-  fc1 = register_module("fc1", torch::nn::Linear(dim, hidden));
-  fc2 = register_module("fc2", torch::nn::Linear(hidden, dim));
+  fc1 = register_module("fc1", make_linear(dim, hidden));
+  fc2 = register_module("fc2", make_linear(hidden, dim));
   drop = register_module("drop", torch::nn::Dropout(dropout));
 }
 

@@ -2,6 +2,8 @@
 // N = F + g*g tokens, D width, H heads, Dh head width, I = H*Dh, M MLP width, K classes.
 #include "vit/model/vision_transformer.hpp"
 
+#include "layer_init.hpp"
+
 #include <cmath>
 
 #include <torch/torch.h>
@@ -54,7 +56,8 @@ torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
   return vit::linear(patches, weight.flatten(/*start_dim=*/1), bias);  // (B, g*g, D)
 }
 
-VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
+VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg, WeightInit init) : cfg_(cfg) {
+  const LayerInitScope layers(init);
   const int64_t D = cfg.dim;
   patch_embed = register_module("patch_embed", PatchEmbed(cfg));
   if (cfg.class_token) cls_token = register_parameter("cls_token", torch::zeros({1, 1, D}));
@@ -76,11 +79,10 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& cfg) : cfg_(cfg)
     norm = register_module("norm", make_norm(cfg));
   if (cfg.pool == Pool::kMap) attn_pool = register_module("attn_pool", AttentionPool(cfg));
   if (cfg.num_classes > 0) {  // 0: a backbone, whose output is the pooled features
-    head = register_module("head", torch::nn::Linear(D, cfg.num_classes));
-    if (cfg.distilled)
-      head_dist = register_module("head_dist", torch::nn::Linear(D, cfg.num_classes));
+    head = register_module("head", make_linear(D, cfg.num_classes));
+    if (cfg.distilled) head_dist = register_module("head_dist", make_linear(D, cfg.num_classes));
   }
-  init_weights();
+  if (init == WeightInit::kRandom) init_weights();
 }
 
 void VisionTransformerImpl::init_weights() {

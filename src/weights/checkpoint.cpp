@@ -49,7 +49,8 @@ LoadedModel load_pt(const std::string& path, const std::optional<std::string>& c
                   ")");
   }
   check_model_fits_file(meta.config.model, path, /*bytes_per_parameter=*/4);  // float32
-  LoadedModel loaded{VisionTransformer(meta.config.model), meta.config, meta.class_names, path};
+  LoadedModel loaded{VisionTransformer(meta.config.model, WeightInit::kFromFile), meta.config,
+                     meta.class_names, path};
   torch::serialize::InputArchive model_archive;
   if (weights_key != kModelKey && !archive.try_read(weights_key, model_archive))
     throw Error(path + ": holds no average of the weights (its run trained without train.ema)");
@@ -106,7 +107,7 @@ LoadedModel load_safetensors_model(const std::string& path,
   const SafetensorsContents contents = read_safetensors(path);
   const Config config = safetensors_config(path, contents.metadata, config_path);
   check_model_fits_file(config.model, path, /*bytes_per_parameter=*/1);  // any dtype
-  LoadedModel loaded{VisionTransformer(config.model), config,
+  LoadedModel loaded{VisionTransformer(config.model, WeightInit::kFromFile), config,
                      safetensors_class_names(contents.metadata, config.model.num_classes, path),
                      path};
   load_weights(loaded.model, contents.tensors, path);
@@ -248,7 +249,7 @@ LoadedModel load_hub_model(const std::string& folder,
   const SafetensorsContents contents = read_safetensors(hub.weights);
   check_model_fits_file(hub.config.model, hub.weights, /*bytes_per_parameter=*/1);
   LoadedModel loaded{
-      VisionTransformer(hub.config.model), hub.config,
+      VisionTransformer(hub.config.model, WeightInit::kFromFile), hub.config,
       safetensors_class_names(contents.metadata, hub.config.model.num_classes, hub.weights),
       folder};
   load_weights(loaded.model, contents.tensors, hub.weights);

@@ -77,6 +77,41 @@ TEST(VisionTransformer, ParameterNamesAreTimms) {
   EXPECT_EQ(names.back(), "head.bias");
 }
 
+// A model whose file replaces every value is only allocated, with the same
+// tensors, layers and training behaviour as a random one; the values it keeps
+// until then are LibTorch's, not timm's (its LayerNorms' ones, for one).
+TEST(VisionTransformer, AModelForAFileHasEveryTensorOfARandomOne) {
+  ModelConfig m = small_config();
+  m.pool = Pool::kMap;  // the attention pool's layers too
+  m.class_token = false;
+  m.distilled = false;
+  VisionTransformer random(m);
+  VisionTransformer from_file(m, WeightInit::kFromFile);
+  const auto a = random->named_parameters(), b = from_file->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].key(), b[i].key());
+    EXPECT_EQ(a[i].value().sizes(), b[i].value().sizes()) << a[i].key();
+    EXPECT_TRUE(b[i].value().requires_grad()) << a[i].key();
+  }
+  // The linear layers report their real sizes.
+  const auto* qkv = from_file->blocks[0]->as<BlockImpl>()->attn->qkv.get();
+  EXPECT_EQ(qkv->options.in_features(), 32);
+  EXPECT_EQ(qkv->options.out_features(), 96);
+  // Given the random one's values, it computes the same logits, and trains.
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < a.size(); ++i)
+      b[i].value().copy_(a[i].value());
+  }
+  random->eval();
+  from_file->eval();
+  const auto x = torch::randn({2, 3, 16, 16});
+  EXPECT_TRUE(torch::equal(random->forward(x), from_file->forward(x)));
+  from_file->forward(x).sum().backward();
+  EXPECT_TRUE(from_file->blocks[0]->as<BlockImpl>()->mlp->fc1->weight.grad().defined());
+}
+
 int64_t counted(const ModelConfig& m) {
   VisionTransformer model(m);
   int64_t n = 0;

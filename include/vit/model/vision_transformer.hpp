@@ -53,10 +53,14 @@ struct BlockPass {
   BlockVisitor* visitor = nullptr;
 };
 
+// kRandom: timm's initial values. kFromFile: the values are only allocated, for
+// a loader that replaces every one of them (no random draws for a large model).
+enum class WeightInit { kRandom, kFromFile };
+
 // The model as timm writes it: forward_head(forward_features(images)).
 class VisionTransformerImpl : public torch::nn::Module {
  public:
-  explicit VisionTransformerImpl(const ModelConfig& cfg);
+  explicit VisionTransformerImpl(const ModelConfig& cfg, WeightInit init = WeightInit::kRandom);
   // (B,C,S,S) -> (B,K). The last block computes only the rows the head reads, with
   // the same logits and gradients as the full block.
   torch::Tensor forward(const torch::Tensor& images);
