@@ -116,7 +116,10 @@ at::Tensor method_scores(VisionTransformer& model, const at::Tensor& inputs,
   switch (method) {
     case FaithfulnessMethod::kRollout: {
       torch::NoGradGuard no_grad;
-      return rollout_masks(model->forward_with_attention(inputs).attention, rollout);
+      const LogitsAndAttention out = model->forward_with_attention(inputs);
+      RolloutOptions options = rollout;
+      options.pool_attention = out.pool_attention;
+      return rollout_masks(out.attention, options);
     }
     case FaithfulnessMethod::kGrad:
     case FaithfulnessMethod::kGradXInput:

@@ -120,20 +120,40 @@ torch::Tensor normalize_maps(const torch::Tensor& rows, const AttentionShape& sh
 }  // namespace
 
 RolloutSource rollout_source_of(Pool pool) {
-  // Without a class token (mean and map pooling), the patches' mean.
-  return pool == Pool::kCls ? RolloutSource::kClassToken : RolloutSource::kPatchMean;
+  switch (pool) {
+    case Pool::kMean:
+      return RolloutSource::kPatchMean;
+    case Pool::kMap:
+      return RolloutSource::kAttentionPool;
+    case Pool::kCls:
+      break;
+  }
+  return RolloutSource::kClassToken;
 }
 
-torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,
-                                     const torch::TensorOptions& options, int64_t prefix_tokens) {
-  auto weights = torch::zeros({tokens}, options);
-  if (source == RolloutSource::kClassToken) {
-    weights[0] = 1.0;
-  } else {
-    weights.slice(/*dim=*/0, /*start=*/prefix_tokens)
-        .fill_(1.0 / static_cast<double>(tokens - prefix_tokens));
+torch::Tensor rollout_source_weights(RolloutSource source, const AttentionShape& shape,
+                                     const torch::TensorOptions& options,
+                                     const torch::Tensor& pool_attention) {
+  const int64_t patches = shape.tokens - shape.prefix;
+  if (source == RolloutSource::kAttentionPool) {
+    const std::vector<int64_t> expected = {
+        shape.batch, pool_attention.defined() ? pool_attention.size(1) : 1, 1, patches};
+    if (!pool_attention.defined() || pool_attention.sizes() != expected)
+      throw Error(std::string(kRolloutWhere) +
+                  ": the attention pool's source needs its probabilities, (B,H,1,P) with B = " +
+                  std::to_string(shape.batch) + " and P = " + std::to_string(patches) + ", got " +
+                  (pool_attention.defined() ? shape_text(pool_attention) : "none"));
+    auto weights = torch::zeros({shape.batch, 1, shape.tokens}, options);
+    weights.slice(/*dim=*/2, /*start=*/shape.prefix)
+        .copy_(pool_attention.to(options.dtype()).mean(/*dim=*/1));  // (B, 1, P)
+    return weights;
   }
-  return weights;
+  auto weights = torch::zeros({shape.tokens}, options);
+  if (source == RolloutSource::kClassToken)
+    weights[0] = 1.0;
+  else
+    weights.slice(/*dim=*/0, /*start=*/shape.prefix).fill_(1.0 / static_cast<double>(patches));
+  return weights.expand({shape.batch, 1, shape.tokens});
 }
 
 AttentionShape check_attention_shapes(const std::vector<torch::Tensor>& attentions,
@@ -212,12 +232,11 @@ torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
   const auto shape = check_attention_shapes(attentions, kRolloutWhere, options.prefix_tokens);
   check_options(options);
   const auto& first = attentions.front();
-  const auto weights = rollout_source_weights(
-      options.source, shape.tokens, torch::dtype(compute_dtype(first)).device(first.device()),
-      options.prefix_tokens);
   // w^T M_L ... M_1 from the left: vector-matrix products, O(N^2) per layer instead of
   // the O(N^3) of the full product.
-  auto rows = weights.expand({shape.batch, 1, shape.tokens});  // (B, 1, N)
+  auto rows = rollout_source_weights(options.source, shape,
+                                     torch::dtype(compute_dtype(first)).device(first.device()),
+                                     options.pool_attention);  // (B, 1, N)
   // Filled from the last layer down; reversed so a message names the first bad layer.
   std::vector<torch::Tensor> flags;
   for (auto l = shape.layers - 1; l >= 0; --l) {
@@ -229,7 +248,8 @@ torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
 }
 
 torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSource source,
-                                        int64_t prefix_tokens) {
+                                        int64_t prefix_tokens,
+                                        const torch::Tensor& pool_attention) {
   if (!rollout.defined() || rollout.dim() != 3 || rollout.size(1) != rollout.size(2)) {
     throw Error(std::string(kRolloutWhere) + ": rollout matrix has shape " +
                 (rollout.defined() ? shape_text(rollout) : "undefined") + "; expected (B,N,N)");
@@ -238,9 +258,8 @@ torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSou
   const std::vector<torch::Tensor> as_list = {rollout.unsqueeze(1)};
   const auto shape = check_attention_shapes(as_list, kRolloutWhere, prefix_tokens);
   check_attention_values(as_list, kRolloutWhere);
-  const auto weights =
-      rollout_source_weights(source, shape.tokens, rollout.options(), prefix_tokens);
-  return normalize_maps(torch::matmul(weights, rollout), shape);  // (B, N) -> (B, g, g)
+  const auto weights = rollout_source_weights(source, shape, rollout.options(), pool_attention);
+  return normalize_maps(torch::bmm(weights, rollout).squeeze(1), shape);  // (B, g, g)
 }
 
 }  // namespace vit

@@ -62,16 +62,16 @@ at::Tensor pixel_map(SaliencyMethod method, const at::Tensor& x, const at::Tenso
 // would add the same 1/g^2 to every patch and drown the signal on a mean-pooled model.
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients, RolloutSource source,
-                            int64_t prefix_tokens) {
+                            int64_t prefix_tokens, const at::Tensor& pool_attention) {
   check_gradients(attentions, gradients, prefix_tokens);
   const auto shape = check_attention_shapes(attentions, kSaliencyWhere, prefix_tokens);
   const auto dtype =
       attentions.front().scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   const auto weights = rollout_source_weights(
-      source, shape.tokens, torch::dtype(dtype).device(attentions.front().device()), shape.prefix);
+      source, shape, torch::dtype(dtype).device(attentions.front().device()), pool_attention);
   // w^T R with R = (I + A_bar_L) ... (I + A_bar_1): from the left, one row at a
   // time, O(N^2) per layer instead of the full O(N^3) product.
-  auto rows = weights.expand({shape.batch, 1, shape.tokens}).clone();  // (B, 1, N)
+  auto rows = weights.clone();  // (B, 1, N)
   for (auto l = shape.layers - 1; l >= 0; --l) {
     rows = rows + torch::bmm(rows, weighted_attention(attentions[l], gradients[l], dtype));
   }
@@ -139,7 +139,8 @@ Saliency compute_saliency(VisionTransformer& model, const at::Tensor& inputs, Sa
       detached.push_back(a.detach());
     result.maps =
         gradient_rollout(detached, std::vector<at::Tensor>(grads.begin() + 1, grads.end()), source,
-                         model->config().prefix_tokens());
+                         model->config().prefix_tokens(),
+                         out.pool_attention.defined() ? out.pool_attention.detach() : at::Tensor());
   } else {
     result.maps = pixel_map(method, x, grads[0]);
   }

@@ -236,7 +236,10 @@ LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Te
   AttentionRecorder recorder(out.attention);
   BlockPass pass;
   pass.visitor = &recorder;
-  out.logits = forward_head(forward_features(images, pass));
+  const auto features = forward_features(images, pass);
+  out.logits = forward_head(features);
+  if (!attn_pool.is_empty())
+    out.pool_attention = attn_pool->pool(patch_tokens(features)).probabilities;
   return out;
 }
 

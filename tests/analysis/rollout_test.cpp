@@ -147,6 +147,10 @@ TEST(AttentionRollout, HeadFusionNamesRoundTrip) {
   EXPECT_STREQ(enum_name(HeadFusion::kMin), "min");
   EXPECT_STREQ(enum_name(RolloutSource::kClassToken), "class_token");
   EXPECT_STREQ(enum_name(RolloutSource::kPatchMean), "patch_mean");
+  EXPECT_STREQ(enum_name(RolloutSource::kAttentionPool), "attention_pool");
+  EXPECT_EQ(rollout_source_of(Pool::kCls), RolloutSource::kClassToken);
+  EXPECT_EQ(rollout_source_of(Pool::kMean), RolloutSource::kPatchMean);
+  EXPECT_EQ(rollout_source_of(Pool::kMap), RolloutSource::kAttentionPool);
   expect_error([] { enum_named<HeadFusion>("avg", "analysis.head_fusion"); },
                "invalid config: analysis.head_fusion is 'avg', expected mean | max | min");
 }
@@ -245,6 +249,44 @@ TEST(AttentionRollout, MasksMatchFullMatrixOnRandomAttention) {
     EXPECT_TRUE(near(rollout_masks(attentions, options), expected, 1e-5));
     EXPECT_EQ(expected.amax({1, 2}).to(torch::kDouble).sum().item<double>(), 3.0);
   }
+}
+
+// pool "map": image b's map is w_b^T R_b, w_b the pool's query's attention
+// over the patches (its heads' mean) and zero on the prefix. In float64 the
+// row-vector path and the full product agree to rounding (1e-12).
+TEST(AttentionRollout, TheAttentionPoolsQueryWeighsThePatchRows) {
+  torch::manual_seed(4);
+  std::vector<torch::Tensor> attentions;
+  for (int l = 0; l < 3; ++l)
+    attentions.push_back(torch::softmax(torch::randn({2, 3, 5, 5}, torch::kDouble) * 2, -1));
+  const auto pool = torch::softmax(torch::randn({2, 3, 1, 4}, torch::kDouble), -1);
+  RolloutOptions options;
+  options.source = RolloutSource::kAttentionPool;
+  options.pool_attention = pool;
+  const auto rollout = rollout_matrix(attentions, options);  // (2, 5, 5)
+  const auto w = pool.mean(/*dim=*/1).squeeze(1);            // (2, 4)
+  for (int64_t b = 0; b < 2; ++b) {
+    auto row = torch::zeros({4}, torch::kDouble);
+    for (int64_t p = 0; p < 4; ++p)
+      row += w[b][p] * rollout[b][1 + p].slice(0, 1);
+    const auto expected = (row / row.max()).view({2, 2});
+    EXPECT_TRUE(near(rollout_masks(attentions, options)[b], expected, 1e-12)) << b;
+    EXPECT_TRUE(
+        near(rollout_masks_from_matrix(rollout, options.source, 1, pool)[b], expected, 1e-12))
+        << b;
+  }
+  // A query on one patch alone gives that patch's row of R.
+  auto one_hot = torch::zeros({2, 3, 1, 4}, torch::kDouble);
+  one_hot.select(3, 2).fill_(1.0);
+  options.pool_attention = one_hot;
+  const auto row = rollout[1][3].slice(0, 1);
+  EXPECT_TRUE(near(rollout_masks(attentions, options)[1], (row / row.max()).view({2, 2}), 1e-12));
+  options.pool_attention = torch::Tensor();
+  expect_error([&] { rollout_masks(attentions, options); },
+               "attention rollout: the attention pool's source needs its probabilities, (B,H,1,P) "
+               "with B = 2 and P = 4, got none");
+  options.pool_attention = torch::ones({2, 3, 1, 5}, torch::kDouble);
+  expect_error([&] { rollout_masks(attentions, options); }, "got [2, 3, 1, 5]");
 }
 
 // bf16 input is computed in float32. Entries are exact in bf16:

@@ -86,6 +86,17 @@ TEST(ModelOptions, TheFastAndTheExplicitPathGiveTheSameLogits) {
     ASSERT_EQ(explained.attention.size(), 2u);
     const int64_t N = m.tokens();
     EXPECT_EQ(explained.attention[0].sizes(), (c10::IntArrayRef{3, 4, N, N})) << name;
+    // The attention pool's query over the 16 patches (rollout's source for pool map).
+    if (m.pool != Pool::kMap) {
+      EXPECT_FALSE(explained.pool_attention.defined()) << name;
+      continue;
+    }
+    ASSERT_EQ(explained.pool_attention.sizes(), (c10::IntArrayRef{3, 4, 1, 16})) << name;
+    EXPECT_TRUE(torch::allclose(explained.pool_attention.sum(-1), torch::ones({3, 4, 1}), 0, 1e-6));
+    const auto features = model->forward_features(x);
+    EXPECT_TRUE(
+        torch::equal(explained.pool_attention,
+                     model->attn_pool->pool(features.slice(1, m.prefix_tokens())).probabilities));
   }
 }
 

@@ -16,8 +16,8 @@ must give timm's logits within 1e-4 of the largest, with the folder's own
 preprocessing (pretrained_cfg's mean and std); `vit info --json` must count
 timm's parameters exactly; `vit attn-distance` and `vit rollout` must give
 the distances and maps that timm's own attention probabilities give (the
-prefix tokens left out, rollout read from the class token, or from the
-patches' mean without one); and `vit export --format timm-hub` must write a
+prefix tokens left out, rollout read from the class token, from the
+patches' mean without one, or through SigLIP's attention pool's query); and `vit export --format timm-hub` must write a
 folder that timm opens (local-dir:) with the same logits.
 """
 
@@ -78,6 +78,24 @@ def timm_attention(model, x):
     return seen
 
 
+def timm_pool_attention(model, x):
+    """timm's attention pool's probabilities (B, H, 1, P): its latent query's
+    softmax over the keys, computed from the q and kv projections' outputs."""
+    pool = model.attn_pool
+    seen = {}
+    hooks = [pool.q.register_forward_hook(lambda m, i, o: seen.__setitem__("q", o.detach())),
+             pool.kv.register_forward_hook(lambda m, i, o: seen.__setitem__("kv", o.detach()))]
+    with torch.no_grad():
+        model(x)
+    for hook in hooks:
+        hook.remove()
+    B, P, _ = seen["kv"].shape
+    H, Dh = pool.num_heads, pool.head_dim
+    q = seen["q"].reshape(B, 1, H, Dh).transpose(1, 2)
+    k = seen["kv"].reshape(B, P, 2, H, Dh).permute(2, 0, 3, 1, 4)[0]
+    return ((q @ k.transpose(-2, -1)) * pool.scale).softmax(-1)
+
+
 def check_analyses(report, vit, work, what, model, folder, x, images):
     """vit rollout and vit attn-distance on the family, against the same
     analyses of timm's own attention probabilities."""
@@ -92,9 +110,14 @@ def check_analyses(report, vit, work, what, model, folder, x, images):
     out = work / f"{folder.name}-rollout"
     vitpy.run_vit(vit, "rollout", "--checkpoint", folder, "--images", *images, "--out", out)
     masks = [m["mask"] for m in json.loads((out / "rollout.json").read_text())["maps"]]
-    source = "class_token" if model.global_pool == "token" and prefix > 0 else "patch_mean"
+    pool_attention = None
+    if model.global_pool == "map":
+        source, pool_attention = "attention_pool", timm_pool_attention(model, x)
+    else:
+        source = "class_token" if model.global_pool == "token" and prefix > 0 else "patch_mean"
     report.close(f"{what}: vit rollout ({source}) vs timm's attention", masks,
-                 vitpy.rollout_masks(attentions, source=source, prefix=prefix), ROLLOUT_TOLERANCE)
+                 vitpy.rollout_masks(attentions, source=source, prefix=prefix,
+                                     pool_attention=pool_attention), ROLLOUT_TOLERANCE)
 
 
 def check_family(report, vit, work, name, size, classes, generator):

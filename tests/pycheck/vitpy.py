@@ -264,11 +264,15 @@ def random_images(count, channels, side, generator):
 # Analyses, in float64.
 
 
-def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_token", prefix=1):
+def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_token", prefix=1,
+                  pool_attention=None):
     """Abnar & Zuidema rollout: R = M_L ... M_1, M = rownorm(fuse(A) + I), where
     the floor(ratio * P^2) weakest patch-to-patch entries of fuse(A) are zeroed
     (ties: earlier in row-major order first). The first `prefix` tokens are
-    the class token and the other prefix tokens. -> (B, g, g), each map / its max."""
+    the class token and the other prefix tokens. The map is R's class-token
+    row, its patch rows' mean, or (source "attention_pool") its patch rows
+    weighted by an attention pool's probabilities (B, H, 1, P), heads averaged.
+    -> (B, g, g), each map / its max."""
     B, _, N, _ = attentions[0].shape
     P = N - prefix
     g = math.isqrt(P)
@@ -287,7 +291,13 @@ def rollout_masks(attentions, fusion="mean", discard_ratio=0.0, source="class_to
         M = fused + eye
         M = M / M.sum(-1, keepdim=True)
         R = M @ R
-    mask = R[:, 0, prefix:] if source == "class_token" else R[:, prefix:, prefix:].mean(1)
+    if source == "class_token":
+        mask = R[:, 0, prefix:]
+    elif source == "attention_pool":
+        weights = pool_attention.double().mean(1)  # (B, 1, P)
+        mask = (weights @ R[:, prefix:, prefix:]).squeeze(1)
+    else:
+        mask = R[:, prefix:, prefix:].mean(1)
     peak = mask.max(dim=1, keepdim=True).values
     mask = torch.where(peak > 0, mask / peak.clamp_min(1e-300), torch.zeros_like(mask))
     return mask.view(B, g, g)

@@ -1,6 +1,6 @@
 // vit attention: the raw attention of one image, as a layers x heads grid of
 // the query row's maps: the class token's row (pool "cls"), the mean of the
-// patch rows (pool "mean"), or one patch's row (--query i,j). Writes
+// patch rows (pool "mean" or "map"), or one patch's row (--query i,j). Writes
 // attention.json ({"layers": L, "heads": H, "query": q, "maps": [L][H][g][g]}),
 // attention.csv and attention.png.
 //
@@ -39,9 +39,9 @@ namespace fs = std::filesystem;
 AttentionQuery chosen_query(const AttentionOptions& o, const ModelConfig& model) {
   if (o.query) return parse_attention_query(*o.query);
   AttentionQuery query;
-  query.kind = rollout_source_of(model.pool) == RolloutSource::kPatchMean
-                   ? AttentionQuery::Kind::kPatchMean
-                   : AttentionQuery::Kind::kClassToken;
+  // The class token's row where the head reads it, else the patch rows' mean.
+  query.kind = model.pool == Pool::kCls ? AttentionQuery::Kind::kClassToken
+                                        : AttentionQuery::Kind::kPatchMean;
   return query;
 }
 

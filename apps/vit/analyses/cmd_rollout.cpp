@@ -101,8 +101,10 @@ nlohmann::json write_rollout(OpenedModel& opened, const RolloutCommandOptions& o
   for_each_attention_batch(
       loaded.model, inputs.pixels, config, opened.device, attention_batch_size(config.model),
       [&](int64_t first, const LogitsAndAttention& out) {
-        const auto masks = rollout_masks(out.attention, options).cpu();  // (b, g, g)
-        const auto predicted = out.logits.argmax(/*dim=*/1).cpu();       // (b)
+        RolloutOptions batch_options = options;
+        batch_options.pool_attention = out.pool_attention;
+        const auto masks = rollout_masks(out.attention, batch_options).cpu();  // (b, g, g)
+        const auto predicted = out.logits.argmax(/*dim=*/1).cpu();             // (b)
         for (int64_t i = 0; i < masks.size(0); ++i) {
           RolloutMap& m = maps[first + i];
           m.mask = masks[i];

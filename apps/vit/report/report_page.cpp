@@ -140,6 +140,20 @@ void metrics(io::HtmlPage& page, const ReportAssets& assets, const json& eval) {
   add_image(page, assets.eval() / "worst.png", "highest-loss test images");
 }
 
+// What the rollout follows attention back from, for the page's prose.
+const char* rollout_source_text(RolloutSource source) {
+  switch (source) {
+    case RolloutSource::kPatchMean:
+      return "mean of the patch tokens (this model pools by mean)";
+    case RolloutSource::kAttentionPool:
+      return "patch tokens as the attention pool's query weighs them (this model pools by "
+             "attention)";
+    case RolloutSource::kClassToken:
+      break;
+  }
+  return "class token the classifier reads";
+}
+
 void attention_sections(io::HtmlPage& page, const ReportAssets& assets, const json& rollout,
                         const json& distance) {
   page.section("Attention rollout", "rollout");
@@ -148,9 +162,8 @@ void attention_sections(io::HtmlPage& page, const ReportAssets& assets, const js
       "the residual connection, to estimate how much each patch feeds the {}. Red patches are "
       "where the classification draws its information from; a good model looks at the object, "
       "not the background.",
-      enum_from_name<RolloutSource>(rollout["source"]) == RolloutSource::kPatchMean
-          ? "mean of the patch tokens (this model pools by mean)"
-          : "class token the classifier reads"));
+      rollout_source_text(
+          enum_from_name<RolloutSource>(rollout["source"]).value_or(RolloutSource::kClassToken))));
   add_image(page, assets.rollout() / "grid.png", "attention rollout maps");
 
   const auto& d = distance["distance"];

@@ -19,21 +19,33 @@ namespace vit {
 enum class RolloutSource {
   kClassToken,  // R[0, F:]: for pool "cls", the class token is what the head reads
   kPatchMean,   // mean over rows F..N-1 of R[:, F:]: for pool "mean"
+  // the patch rows weighted by the attention pool's query (its heads' mean): pool "map"
+  kAttentionPool,
 };
 template <>
 struct EnumNames<RolloutSource> {
   static constexpr std::pair<RolloutSource, const char*> table[] = {
-      {RolloutSource::kClassToken, "class_token"}, {RolloutSource::kPatchMean, "patch_mean"}};
+      {RolloutSource::kClassToken, "class_token"},
+      {RolloutSource::kPatchMean, "patch_mean"},
+      {RolloutSource::kAttentionPool, "attention_pool"}};
 };
 // The row a model's head reads: the class token's for pool cls, the patch rows'
-// mean for pool mean and map (an attention pool reads every patch too).
+// mean for pool mean, the patch rows as its query weighs them for pool map.
 RolloutSource rollout_source_of(Pool pool);
 
-// Weights w (N) with map = w^T R: the class token's one-hot row, or 1/P on every
-// patch row (registers take no part). Shared with gradient rollout (saliency.hpp).
-torch::Tensor rollout_source_weights(RolloutSource source, int64_t tokens,
+// The shape shared by every layer of an attention list.
+struct AttentionShape {
+  int64_t layers = 0, batch = 0, heads = 0, tokens = 0, grid = 0;
+  int64_t prefix = 1;  // F, as given
+};
+
+// Weights w (B,1,N) with image b's map = w_b^T R_b: the class token's one-hot row,
+// 1/P on every patch row, or the attention pool's probabilities over the patches
+// (`pool_attention`, (B,H,1,P), heads averaged; needed for kAttentionPool alone);
+// registers take no part. Shared with gradient rollout (saliency.hpp).
+torch::Tensor rollout_source_weights(RolloutSource source, const AttentionShape& shape,
                                      const torch::TensorOptions& options,
-                                     int64_t prefix_tokens = 1);
+                                     const torch::Tensor& pool_attention = {});
 
 struct RolloutOptions {
   HeadFusion fusion = HeadFusion::kMean;  // how a layer's heads become one (B,N,N) matrix
@@ -42,7 +54,8 @@ struct RolloutOptions {
   // row-major order first); prefix rows and columns are never touched.
   double discard_ratio = 0.0;
   RolloutSource source = RolloutSource::kClassToken;
-  int64_t prefix_tokens = 1;  // F: the class token and the registers
+  int64_t prefix_tokens = 1;     // F: the class token and the registers
+  torch::Tensor pool_attention;  // (B,H,1,P): the attention pool's, for kAttentionPool
 };
 
 // The full rollout R = M_L ... M_1, M_l = rownorm(fuse(A_l) + I): (B,N,N), float64 for
@@ -59,13 +72,8 @@ torch::Tensor rollout_masks(const std::vector<torch::Tensor>& attentions,
 
 // The maps of an already computed rollout matrix (B,N,N) -> (B,g,g).
 torch::Tensor rollout_masks_from_matrix(const torch::Tensor& rollout, RolloutSource source,
-                                        int64_t prefix_tokens = 1);
-
-// The shape shared by every layer of an attention list.
-struct AttentionShape {
-  int64_t layers = 0, batch = 0, heads = 0, tokens = 0, grid = 0;
-  int64_t prefix = 1;  // F, as given
-};
+                                        int64_t prefix_tokens = 1,
+                                        const torch::Tensor& pool_attention = {});
 
 // Throws vit::Error (message starting with `where`) unless the list is non-empty
 // (B,H,N,N) floating-point tensors of one shape, dtype and device, B, H >= 1, and

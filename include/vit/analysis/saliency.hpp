@@ -43,13 +43,13 @@ struct GradientAveraging {
 };
 
 // The grad-rollout map from every layer's attention (B,H,N,N) and the explained
-// logit's gradient with respect to it (same shapes): the class token's row of R - I
-// or its patch rows' mean, patch columns only -> (B, g, g), float64 for float64
-// input, else float32. Throws vit::Error for bad shapes (check_attention_shapes).
+// logit's gradient with respect to it (same shapes): the rows of R - I that
+// `source` weighs (rollout_source_weights), patch columns only -> (B, g, g), float64
+// for float64 input, else float32. Throws vit::Error for bad shapes (check_attention_shapes).
 at::Tensor gradient_rollout(const std::vector<at::Tensor>& attentions,
                             const std::vector<at::Tensor>& gradients,
                             RolloutSource source = RolloutSource::kClassToken,
-                            int64_t prefix_tokens = 1);
+                            int64_t prefix_tokens = 1, const at::Tensor& pool_attention = {});
 
 struct Saliency {
   at::Tensor maps;                // float (B, S, S), or (B, g, g) for grad-rollout

@@ -32,6 +32,7 @@ TORCH_MODULE(PatchEmbed);
 struct LogitsAndAttention {
   torch::Tensor logits;                  // (B,K)
   std::vector<torch::Tensor> attention;  // one (B,H,N,N) per layer, rows sum to 1
+  torch::Tensor pool_attention;          // pool "map": the pool's query's, (B,H,1,P)
 };
 
 // What an analysis reads or changes around each block of the model's one block
