@@ -82,16 +82,19 @@ LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
   const int64_t registers = m.registers;
   // The class and distillation tokens come before the registers.
   const int64_t before_registers = m.prefix_tokens() - registers;
+  // A backbone without a head (num_classes 0) has no logits to read: its norms alone.
+  const bool has_head = m.num_classes > 0;
   std::vector<std::vector<at::Tensor>> logits, norms, register_norms;  // [layer][batch]
   images.for_each([&](int64_t, const at::Tensor& inputs) {
     const ResidualStream stream = residual_stream(model, inputs);
-    const auto layer_logits = lens_logits(model, stream);
-    logits.resize(layer_logits.size());
-    norms.resize(layer_logits.size());
-    register_norms.resize(layer_logits.size());
-    for (size_t l = 0; l < layer_logits.size(); ++l) {
+    const size_t layers = stream.layers.size();
+    const auto layer_logits = has_head ? lens_logits(model, stream) : std::vector<at::Tensor>();
+    logits.resize(has_head ? layers : 0);
+    norms.resize(layers);
+    register_norms.resize(layers);
+    for (size_t l = 0; l < layers; ++l) {
       const auto& layer = stream.layers[l];
-      logits[l].push_back(layer_logits[l].to(torch::kCPU, torch::kFloat));
+      if (has_head) logits[l].push_back(layer_logits[l].to(torch::kCPU, torch::kFloat));
       norms[l].push_back(
           patch_token_norms(layer, m.prefix_tokens()).to(torch::kCPU, torch::kFloat));
       if (registers > 0)
@@ -100,19 +103,23 @@ LensResult logit_lens(VisionTransformer& model, const ImageBatches& images,
     }
   });
   LensResult result;
-  std::vector<at::Tensor> per_layer;
-  for (const auto& batches : logits)
-    per_layer.push_back(torch::cat(batches));  // (n, K)
-  result.logits = torch::stack(per_layer);     // (L+1, n, K)
-  const auto last = result.logits[-1].argmax(/*dim=*/1);
-  for (int64_t l = 0; l < result.logits.size(0); ++l) {
-    result.agreement.push_back(top1_fraction(result.logits[l], last));
-    if (labels.defined()) result.accuracy.push_back(top1_fraction(result.logits[l], labels.cpu()));
-    const auto layer_norms = torch::cat(norms[static_cast<size_t>(l)]);
+  if (has_head) {
+    std::vector<at::Tensor> per_layer;
+    for (const auto& batches : logits)
+      per_layer.push_back(torch::cat(batches));  // (n, K)
+    result.logits = torch::stack(per_layer);     // (L+1, n, K)
+    const auto last = result.logits[-1].argmax(/*dim=*/1);
+    for (int64_t l = 0; l < result.logits.size(0); ++l) {
+      result.agreement.push_back(top1_fraction(result.logits[l], last));
+      if (labels.defined())
+        result.accuracy.push_back(top1_fraction(result.logits[l], labels.cpu()));
+    }
+  }
+  for (size_t l = 0; l < norms.size(); ++l) {
+    const auto layer_norms = torch::cat(norms[l]);
     const double median = linear_quantile(layer_norms, 0.5);
     summarize(result.norms, layer_norms, median);
-    if (registers > 0)
-      summarize(result.register_norms, torch::cat(register_norms[static_cast<size_t>(l)]), median);
+    if (registers > 0) summarize(result.register_norms, torch::cat(register_norms[l]), median);
   }
   return result;
 }

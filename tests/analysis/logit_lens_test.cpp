@@ -70,5 +70,32 @@ TEST(LogitLens, WithoutLabelsThereIsNoAccuracy) {
   EXPECT_EQ(r.agreement.size(), 3u);
 }
 
+// A backbone without a head: the same norms as the model with one (the head
+// reads the stream, it does not change it), and no logits.
+TEST(LogitLens, ABackboneGetsItsNormsAlone) {
+  Config c = testing::small_config();
+  c.model.registers = 2;
+  auto with_head = testing::seeded_model(c.model, 5);
+  c.model.num_classes = 0;
+  auto backbone = testing::seeded_model(c.model, 6);
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = with_head->named_parameters();
+    for (auto& p : backbone->named_parameters())
+      p.value().copy_(source[p.key()]);
+  }
+  const auto images = torch::randn({3, 3, 16, 16});
+  const LensResult a = logit_lens(with_head, testing::batches_of(images, 2));
+  const LensResult b = logit_lens(backbone, testing::batches_of(images, 2));
+  EXPECT_FALSE(b.logits.defined());
+  EXPECT_TRUE(b.agreement.empty());
+  EXPECT_TRUE(b.accuracy.empty());
+  EXPECT_EQ(b.norms.median, a.norms.median);
+  EXPECT_EQ(b.norms.max, a.norms.max);
+  EXPECT_EQ(b.norms.high, a.norms.high);
+  EXPECT_EQ(b.register_norms.median.size(), 3u);
+  EXPECT_EQ(b.register_norms.max, a.register_norms.max);
+}
+
 }  // namespace
 }  // namespace vit

@@ -137,13 +137,26 @@ TEST_F(HubFolder, BadInputIsOneLineAndWritesNothing) {
                      "--out", (dir_ / "distance").string(), "-q"}),
             0);
   EXPECT_EQ(read_json(dir_ / "distance" / "attn_distance.json")["distance"].size(), 1u);
+  // vit lens gives the backbone's token norms, the registers' apart, and no logits.
+  EXPECT_EQ(run_vit({"lens", "--checkpoint", backbone.string(), "--images", image.string(), "--out",
+                     (dir_ / "lens").string(), "-q"}),
+            0);
+  const auto lens = read_json(dir_ / "lens" / "lens.json");
+  EXPECT_TRUE(lens["logits"].is_null());
+  EXPECT_TRUE(lens["agreement"].is_null());
+  EXPECT_EQ(lens["layers"], 2);
+  EXPECT_EQ(lens["registers"], 4);
+  EXPECT_EQ(lens["token_norms"]["median"].size(), 2u);
+  EXPECT_EQ(lens["register_norms"]["median"].size(), 2u);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "lens" / "lens.png"));
   EXPECT_EQ(error_of([&] {
               run_vit({"predict", "--checkpoint", backbone.string(), "--images", image.string()});
             }),
             backbone.string() +
                 " has no classifier head (num_classes 0: a backbone, its output is features): "
                 "vit predict reads class logits; the attention analyses (rollout, attn-distance, "
-                "attention, cka, pos-embed, filters) need none, and vit train --init " +
+                "attention, cka, pos-embed, filters) and lens's token norms need none, and vit "
+                "train --init " +
                 backbone.string() + " gives it a head");
   EXPECT_EQ(error_of([&] {
               run_vit({"predict", "--checkpoint", "hf-hub:timm", "--images", file.string()});

@@ -29,22 +29,32 @@ nlohmann::json norm_summary_json(const TokenNormSummary& n) {
   return {{"median", n.median}, {"p99", n.p99}, {"max", n.max}, {"high", n.high}};
 }
 
-nlohmann::json lens_json(const LensResult& r, const Config& config) {
-  std::vector<std::vector<std::vector<double>>> logits;
-  const auto values = r.logits.to(torch::kDouble).contiguous();
+// (L+1, n, K) as nested lists; null for a backbone without a head.
+nlohmann::json logits_json(const at::Tensor& logits) {
+  if (!logits.defined()) return nullptr;
+  std::vector<std::vector<std::vector<double>>> out;
+  const auto values = logits.to(torch::kDouble).contiguous();
   for (int64_t l = 0; l < values.size(0); ++l) {
-    logits.emplace_back();
+    out.emplace_back();
     for (int64_t i = 0; i < values.size(1); ++i) {
       const auto row = values[l][i];
-      logits.back().emplace_back(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
+      out.back().emplace_back(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
     }
   }
+  return out;
+}
+
+nlohmann::json list_or_null(const std::vector<double>& values) {
+  return values.empty() ? nlohmann::json(nullptr) : nlohmann::json(values);
+}
+
+nlohmann::json lens_json(const LensResult& r, const Config& config, int64_t samples) {
   return {{"pool", enum_name(config.model.pool)},
-          {"layers", values.size(0)},
-          {"samples", values.size(1)},
-          {"logits", logits},
-          {"accuracy", r.accuracy.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.accuracy)},
-          {"agreement", r.agreement},
+          {"layers", r.norms.median.size()},
+          {"samples", samples},
+          {"logits", logits_json(r.logits)},
+          {"accuracy", list_or_null(r.accuracy)},
+          {"agreement", list_or_null(r.agreement)},
           {"token_norms", norm_summary_json(r.norms)},
           {"registers", config.model.registers},
           {"register_norms", config.model.registers > 0 ? norm_summary_json(r.register_norms)
@@ -53,16 +63,18 @@ nlohmann::json lens_json(const LensResult& r, const Config& config) {
 
 std::string lens_csv(const LensResult& r) {
   std::string csv = "layer,accuracy,agreement,norm_median,norm_p99,norm_max,high_norm_tokens\n";
-  for (size_t l = 0; l < r.agreement.size(); ++l)
-    csv +=
-        fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", l,
-                    r.accuracy.empty() ? "" : fmt::format("{:.6g}", r.accuracy[l]), r.agreement[l],
-                    r.norms.median[l], r.norms.p99[l], r.norms.max[l], r.norms.high[l]);
+  const auto cell = [](const std::vector<double>& v, size_t l) {
+    return v.empty() ? std::string() : fmt::format("{:.6g}", v[l]);
+  };
+  for (size_t l = 0; l < r.norms.median.size(); ++l)
+    csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{}\n", l, cell(r.accuracy, l),
+                       cell(r.agreement, l), r.norms.median[l], r.norms.p99[l], r.norms.max[l],
+                       r.norms.high[l]);
   return csv;
 }
 
 at::Tensor lens_plot(const LensResult& r) {
-  const auto x = layer_axis(r.agreement.size());
+  const auto x = layer_axis(r.norms.median.size());
   io::Panel readout = layer_panel("Read out at each layer", "fraction of images");
   readout.y_max = 1;
   if (!r.accuracy.empty())
@@ -81,24 +93,31 @@ at::Tensor lens_plot(const LensResult& r) {
         {"registers, max", x, r.register_norms.max, io::SeriesStyle::kLineAndMarkers});
   }
   io::PlotOptions options;
+  if (r.agreement.empty()) {  // a backbone without a head: nothing to read out
+    options.title = "Token norms (a backbone: no head)";
+    return io::render_plot({norms}, options);
+  }
   options.title = "Logit lens: each layer through the final norm, pooling and head";
   return io::render_plot({readout, norms}, options);
 }
 
 void print_table(const LensResult& r) {
   std::cout << "layer  accuracy  agreement  norm median  norm p99  norm max  high-norm\n";
-  for (size_t l = 0; l < r.agreement.size(); ++l)
-    std::cout << fmt::format("{:>5}  {:>8}  {:9.4f}  {:11.3f}  {:8.3f}  {:8.3f}  {:9}\n", l,
-                             r.accuracy.empty() ? "-" : fmt::format("{:.4f}", r.accuracy[l]),
-                             r.agreement[l], r.norms.median[l], r.norms.p99[l], r.norms.max[l],
-                             r.norms.high[l]);
+  const auto cell = [](const std::vector<double>& v, size_t l) {
+    return v.empty() ? std::string("-") : fmt::format("{:.4f}", v[l]);
+  };
+  for (size_t l = 0; l < r.norms.median.size(); ++l)
+    std::cout << fmt::format("{:>5}  {:>8}  {:>9}  {:11.3f}  {:8.3f}  {:8.3f}  {:9}\n", l,
+                             cell(r.accuracy, l), cell(r.agreement, l), r.norms.median[l],
+                             r.norms.p99[l], r.norms.max[l], r.norms.high[l]);
 }
 
 }  // namespace
 
 nlohmann::json write_lens(OpenedModel& opened, const LensOptions& o) {
   LoadedModel& loaded = opened.loaded;
-  require_head(loaded, "lens");
+  if (loaded.config.model.num_classes == 0)
+    spdlog::info("{} has no head (a backbone): the token norms alone, no logits", loaded.path);
   const Config& config = loaded.config;
   const AnalysisInputs inputs = choose_analysis_inputs(o.images, o.samples.value_or(kLayerSamples),
                                                        o.common.seed.value_or(config.seed), opened);
@@ -115,7 +134,7 @@ nlohmann::json write_lens(OpenedModel& opened, const LensOptions& o) {
                  r.register_norms.median[l], r.register_norms.max[l], r.norms.median[l]);
 
   const fs::path out = output_folder(o.model, loaded, kLensFolder);
-  const nlohmann::json json = lens_json(r, config);
+  const nlohmann::json json = lens_json(r, config, inputs.pixels.size(0));
   write_text_atomically((out / "lens.json").string(), json.dump() + "\n");
   write_text_atomically((out / "lens.csv").string(), lens_csv(r));
   io::write_png(out / "lens.png", lens_plot(r));

@@ -62,8 +62,9 @@ void require_head(const LoadedModel& loaded, const std::string& command) {
   if (loaded.config.model.num_classes > 0) return;
   throw Error(loaded.path + " has no classifier head (num_classes 0: a backbone, its output is " +
               "features): vit " + command + " reads class logits; the attention analyses " +
-              "(rollout, attn-distance, attention, cka, pos-embed, filters) need none, and vit " +
-              "train --init " + loaded.path + " gives it a head");
+              "(rollout, attn-distance, attention, cka, pos-embed, filters) and lens's token "
+              "norms need none, and vit train --init " +
+              loaded.path + " gives it a head");
 }
 
 OpenedModel open_model(const CommonOptions& common, const ModelSource& source) {
