@@ -44,7 +44,14 @@ FileList list_split(const fs::path& dir, const std::map<std::string, int64_t>& l
 ImageListing list_image_folder(const fs::path& root, int64_t channels, int64_t side,
                                bool val_folder) {
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) throw Error(root.string() + ": folder not found (data.root)");
+  if (!fs::is_directory(root, ec)) {
+    // Not there, or there but out of reach: a path past PATH_MAX, a folder vit may not read.
+    const bool missing = !ec || ec == std::errc::no_such_file_or_directory;
+    throw Error(
+        root.string() +
+        (missing ? ": folder not found" : ": cannot open the folder (" + ec.message() + ")") +
+        " (data.root)");
+  }
   const bool split_layout = fs::is_directory(root / "train", ec);
   const fs::path train_dir = split_layout ? root / "train" : root;
   if (val_folder && !(split_layout && fs::is_directory(root / "val", ec)))

@@ -1,6 +1,5 @@
 #pragma once
 // Private to the model layer: whether the layers being made get random values.
-// VisionTransformer's constructor sets it for the modules it makes.
 #include <cstdint>
 
 #include <torch/nn/modules/linear.h>

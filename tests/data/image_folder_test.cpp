@@ -10,7 +10,9 @@
 #include <torch/torch.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include "as_nobody.hpp"
 #include "error_of.hpp"
+#include "process.hpp"
 #include "vit/data/data_splits.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
@@ -70,6 +72,60 @@ TEST_F(ImageFolderTest, AHundredThousandClassesAndLongNamesList) {
   config.model.num_classes = 1000;
   EXPECT_EQ(vit::testing::error_of([&] { vit::data::load_data(config); }),
             "model.num_classes is 1000 but image-folder has 100000 classes");
+}
+
+// A root whose path passes Linux's 4,096 bytes (PATH_MAX), made folder by
+// folder through their descriptors, is a one-line error naming it, not a crash.
+TEST_F(ImageFolderTest, ARootPathPastFourThousandBytesIsAOneLineError) {
+  fs::create_directories(root_);
+  const std::string level(240, 'd');
+  fs::path deep = root_;
+  int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 18; ++i) {  // 18 x 241 bytes
+    ASSERT_EQ(::mkdirat(fd, level.c_str(), 0755), 0);
+    const int next = ::openat(fd, level.c_str(), O_RDONLY | O_DIRECTORY);
+    ::close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+    deep /= level;
+  }
+  for (const char* dir : {"train", "train/a"})
+    ASSERT_EQ(::mkdirat(fd, dir, 0755), 0);
+  const int file = ::openat(fd, "train/a/x.png", O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(file, 0);
+  ::close(file);
+  ::close(fd);
+  ASSERT_GT(deep.string().size(), 4096u);
+  const std::string error =
+      vit::testing::error_of([&] { vit::data::list_image_folder(deep, 3, 4); });
+  EXPECT_EQ(error, deep.string() + ": cannot open the folder (File name too long) (data.root)");
+  // std::filesystem cannot remove what it cannot name; rm works through descriptors.
+  EXPECT_EQ(std::system(("rm -rf " + root_.string()).c_str()), 0);
+}
+
+// A class folder vit may not read stops `vit data` with one line naming it
+// (the run as nobody when the tests run as root, who reads anything).
+TEST_F(ImageFolderTest, AnUnreadableClassFolderIsAOneLineError) {
+  write("train/a/x.png", 10);
+  write("train/b/y.png", 20);
+  ::chmod((root_ / "train" / "b").c_str(), 0);
+  const vit::testing::OtherUser user = vit::testing::as_other_user(
+      root_ / "bin", {std::string(VIT_SOURCE_DIR) + "/configs/cifar10.json"});
+  if (!user.cannot.empty()) GTEST_SKIP() << user.cannot;
+  vit::testing::ChildProcess child(
+      {"/bin/sh", "-c",
+       user.prefix + " " + user.vit + " data --config " + user.files[0] +
+           " --device cpu --set data.dataset=image-folder --set data.root=" + root_.string() +
+           " --set model.num_classes=2 --set model.image_size=4 --set model.patch_size=2" +
+           " --set data.augment.crop_padding=0"},
+      {}, fs::temp_directory_path(), root_ / "vit.log");
+  EXPECT_EQ(child.wait(std::chrono::seconds(60)), 1) << child.output();
+  EXPECT_NE(child.output().find((root_ / "train" / "b").string() +
+                                ": cannot list the folder (Permission denied)"),
+            std::string::npos)
+      << child.output();
+  ::chmod((root_ / "train" / "b").c_str(), 0755);
 }
 
 TEST_F(ImageFolderTest, ClassesAreSortedFoldersAndPixelsExact) {

@@ -31,8 +31,7 @@ struct TokenNormSummary {
   std::vector<int64_t> high;
 };
 
-// A backbone without a head (num_classes 0) gets the norms alone: no logits,
-// accuracy or agreement.
+// A backbone without a head (num_classes 0) gets the norms alone.
 struct LensResult {
   at::Tensor logits;                // float (L+1, n, K), on the CPU
   std::vector<double> accuracy;     // per layer; empty without labels

@@ -12,8 +12,7 @@ namespace vit {
 // unmapped with the last tensor viewing it; undefined where it cannot be mapped.
 at::Tensor map_file(const std::string& path, uint64_t size);
 
-// Gives back the resident pages wholly inside `t` when it views map_file's
-// mapping (touched again, they are read again); nothing for other tensors.
+// Gives back the pages wholly inside `t` if it views map_file's mapping; else nothing.
 void release_mapped_pages(const at::Tensor& t);
 
 }  // namespace vit

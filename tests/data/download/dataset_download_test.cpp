@@ -19,6 +19,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "archive_writer.hpp"
+#include "as_nobody.hpp"
 #include "commands/cmd_data.hpp"
 #include "deflated.hpp"
 #include "error_of.hpp"
@@ -402,31 +403,10 @@ TEST_F(DatasetDownloadTest, AnUnwritableFolderIsAOneLineError) {
   fs::create_directories(locked);
   ::chmod(locked.c_str(), 0555);
   data_.root = (locked / "cifar").string();
-  std::string prefix, vit = VIT_BINARY;
-  std::string config = std::string(VIT_SOURCE_DIR) + "/configs/cifar10.json";
-  if (::geteuid() == 0) {
-    if (!fs::exists("/usr/bin/setpriv")) GTEST_SKIP() << "running as root without setpriv";
-    prefix = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups";
-    // nobody runs a copy of vit and reads a copy of the config, from a folder
-    // open to it: the clone and its build may be closed to nobody (a root's
-    // clone under /root, which is 0700).
-    const fs::path open = dir_ / "open-to-nobody";
-    fs::create_directories(open);
-    fs::copy_file(VIT_BINARY, open / "vit");
-    fs::copy_file(config, open / "cifar10.json");
-    const auto world_reads = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec;
-    for (const auto& path : {dir_, open, open / "vit", open / "cifar10.json"})
-      fs::permissions(path, world_reads);
-    vit = (open / "vit").string();
-    config = (open / "cifar10.json").string();
-    // pip's LibTorch lives under the user's home (~/.cache/vit), which nobody
-    // may not read: then the binary cannot even start as nobody.
-    const std::string starts = prefix + " " + vit + " --version >/dev/null 2>&1";
-    if (std::system(starts.c_str()) != 0)
-      GTEST_SKIP() << "as nobody, a copy of " << VIT_BINARY
-                   << " cannot start (its libraries are in a folder only root may read)";
-  }
+  const testing::OtherUser user =
+      testing::as_other_user(dir_, {std::string(VIT_SOURCE_DIR) + "/configs/cifar10.json"});
+  if (!user.cannot.empty()) GTEST_SKIP() << user.cannot;
+  const std::string prefix = user.prefix, vit = user.vit, config = user.files[0];
   const auto log = dir_ / "vit.log";
   testing::ChildProcess child({"/bin/sh", "-c",
                                prefix + " " + vit + " data --config " + config +
