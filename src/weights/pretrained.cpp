@@ -10,8 +10,8 @@
 #include <torch/torch.h>
 
 #include "vit/error.hpp"
-#include "vit/weights/checkpoint.hpp"
 #include "vit/hf_cache.hpp"
+#include "vit/weights/checkpoint.hpp"
 #include "vit/weights/patch_embed_resize.hpp"
 #include "vit/weights/pos_embed_resize.hpp"
 #include "vit/weights/timm_hub.hpp"

@@ -11,9 +11,9 @@
 #include "vit/cpu_isa.hpp"
 #include "vit/device.hpp"
 #include "vit/error.hpp"
+#include "vit/hf_cache.hpp"
 #include "vit/infer/precision.hpp"
 #include "vit/terminal_log.hpp"
-#include "vit/hf_cache.hpp"
 
 namespace vit::cli {
 
