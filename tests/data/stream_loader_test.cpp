@@ -28,6 +28,13 @@ using vit::data::StreamSettings;
 
 constexpr int64_t kImages = 48;
 
+// `options` as rank `rank` of `ranks` sees them.
+LoaderOptions on_rank(LoaderOptions options, int64_t rank, int64_t ranks) {
+  options.shard_index = rank;
+  options.shard_count = ranks;
+  return options;
+}
+
 // Image i: a flat PNG of colour (i, 100 + i / 2, 77) and of its own size,
 // from 30 x 41 to 61 x 72 pixels, so every crop of it names it.
 class StreamLoaderTest : public ::testing::Test {
@@ -223,10 +230,7 @@ TEST_F(StreamLoaderTest, KeepingTheLastBatchRanksPadTheOrderAsDistributedSampler
   options_.drop_last = false;
   std::vector<int64_t> seen;
   for (int64_t rank = 0; rank < 5; ++rank) {
-    auto o = options_;
-    o.shard_index = rank;
-    o.shard_count = 5;
-    const StreamLoader loader(split(), o, settings_);
+    const StreamLoader loader(split(), on_rank(options_, rank, 5), settings_);
     ASSERT_EQ(loader.batches_per_epoch(), 5);
     EXPECT_EQ(loader.size(), 10);
     for (int64_t step = 0; step < 5; ++step) {
@@ -245,11 +249,8 @@ TEST_F(StreamLoaderTest, KeepingTheLastBatchRanksPadTheOrderAsDistributedSampler
 
 TEST_F(StreamLoaderTest, TwoRanksDecodeDisjointRowsOfEachGlobalBatch) {
   const StreamLoader alone(split(), options_, settings_);
-  std::vector<StreamLoader*> ranks;
-  auto rank0 = options_, rank1 = options_;
-  rank0.shard_count = rank1.shard_count = 2;
-  rank1.shard_index = 1;
-  const StreamLoader first(split(), rank0, settings_), second(split(), rank1, settings_);
+  const StreamLoader first(split(), on_rank(options_, 0, 2), settings_),
+      second(split(), on_rank(options_, 1, 2), settings_);
   EXPECT_EQ(first.local_batch_size(), 4);
   EXPECT_EQ(first.batches_per_epoch(), alone.batches_per_epoch());
   std::set<int64_t> seen;
@@ -449,10 +450,7 @@ TEST_F(ShardStreamTest, RanksGetShardsBalancedBySampleCount) {
   EXPECT_EQ(split.shard_samples, (std::vector<int64_t>{20, 4, 20, 4}));
   std::set<int64_t> all;
   for (int64_t rank = 0; rank < 2; ++rank) {
-    auto o = options_;
-    o.shard_index = rank;
-    o.shard_count = 2;
-    const StreamLoader loader(split, o, settings_);
+    const StreamLoader loader(split, on_rank(options_, rank, 2), settings_);
     ASSERT_EQ(loader.batches_per_epoch(), 6) << "rank " << rank;
     std::set<int64_t> mine;
     for (int64_t step = 0; step < 6; ++step)
@@ -465,10 +463,8 @@ TEST_F(ShardStreamTest, RanksGetShardsBalancedBySampleCount) {
 }
 
 TEST_F(ShardStreamTest, TwoRanksReadDisjointWholeShards) {
-  auto rank0 = options_, rank1 = options_;
-  rank0.shard_count = rank1.shard_count = 2;
-  rank1.shard_index = 1;
-  const StreamLoader first(shards_, rank0, settings_), second(shards_, rank1, settings_);
+  const StreamLoader first(shards_, on_rank(options_, 0, 2), settings_),
+      second(shards_, on_rank(options_, 1, 2), settings_);
   // Rank 0 reads shards 0, 2, 4 (28 images), rank 1 shards 1, 3 (20): both
   // train as many steps of 4 as the smaller fills.
   EXPECT_EQ(first.batches_per_epoch(), 5);
@@ -512,10 +508,7 @@ TEST_F(ShardStreamTest, KeepingTheLastBatchEverySampleComesAndTheRanksKeepInStep
   }
   std::vector<int64_t> read[2];
   for (int64_t rank = 0; rank < 2; ++rank) {
-    auto o = options_;
-    o.shard_index = rank;
-    o.shard_count = 2;
-    const StreamLoader loader(shards_, o, settings_);
+    const StreamLoader loader(shards_, on_rank(options_, rank, 2), settings_);
     ASSERT_EQ(loader.batches_per_epoch(), 7) << "rank " << rank;
     EXPECT_EQ(loader.size(), 28);
     for (int64_t step = 0; step < 7; ++step) {
