@@ -153,9 +153,12 @@ torch::Tensor VisionTransformerImpl::forward_head(const torch::Tensor& features)
     const auto cls = features.select(1, 0), dist = features.select(1, 1);  // (B, D) each
     return has_head ? (linear(head, cls) + linear(head_dist, dist)) / 2 : (cls + dist) / 2;
   }
-  auto pooled = pool(features);                                   // (B, D)
+  return classify(pool(features));
+}
+
+torch::Tensor VisionTransformerImpl::classify(torch::Tensor pooled) {
   if (!fc_norm.is_empty()) pooled = normalized(fc_norm, pooled);  // (B, D)
-  return has_head ? linear(head, pooled) : pooled;                // (B, K), or (B, D)
+  return head.is_empty() ? pooled : linear(head, pooled);         // (B, K), or (B, D)
 }
 
 torch::Tensor VisionTransformerImpl::stream_logits(const torch::Tensor& tokens) {
@@ -237,9 +240,14 @@ LogitsAndAttention VisionTransformerImpl::forward_with_attention(const torch::Te
   BlockPass pass;
   pass.visitor = &recorder;
   const auto features = forward_features(images, pass);
-  out.logits = forward_head(features);
-  if (!attn_pool.is_empty())
-    out.pool_attention = attn_pool->pool(patch_tokens(features)).probabilities;
+  if (attn_pool.is_empty()) {
+    out.logits = forward_head(features);
+    return out;
+  }
+  // The attention pool once, keeping its probabilities (forward_head's path for pool map).
+  AttentionPoolResult pooled = attn_pool->pool(patch_tokens(features));
+  out.pool_attention = std::move(pooled.probabilities);
+  out.logits = classify(std::move(pooled.pooled));
   return out;
 }
 

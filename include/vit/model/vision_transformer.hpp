@@ -88,6 +88,8 @@ class VisionTransformerImpl : public torch::nn::Module {
   torch::Tensor stream_logits(const torch::Tensor& tokens);
   // (B,N,D) -> (B,D): what the head reads, before fc_norm.
   torch::Tensor pool(const torch::Tensor& tokens);
+  // fc_norm and the head on pooled features: (B,D) -> (B,K), or (B,D) without a head.
+  torch::Tensor classify(torch::Tensor pooled);
   // The patches' rows, after the prefix tokens: (B,N,D) -> (B,g*g,D), a view.
   torch::Tensor patch_tokens(const torch::Tensor& tokens) const;
 
