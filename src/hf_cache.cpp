@@ -8,16 +8,12 @@
 #include "vit/error.hpp"
 
 namespace vit {
-namespace {
-
 namespace fs = std::filesystem;
 
-std::string env(const char* name) {
+std::string hf_setting(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "";
 }
-
-}  // namespace
 
 bool is_hf_hub_name(const std::string& spec) {
   return spec.rfind(kHfHubPrefix, 0) == 0;
@@ -40,11 +36,14 @@ bool is_commit_hash(const std::string& s) {
   return s.size() == 40 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+std::string hf_home() {
+  if (std::string home = hf_setting("HF_HOME"); !home.empty()) return home;
+  return (fs::path(hf_setting("HOME")) / ".cache" / "huggingface").string();
+}
+
 std::string hf_hub_cache() {
-  if (const std::string cache = env("HF_HUB_CACHE"); !cache.empty()) return cache;
-  if (const std::string home = env("HF_HOME"); !home.empty())
-    return (fs::path(home) / "hub").string();
-  return (fs::path(env("HOME")) / ".cache" / "huggingface" / "hub").string();
+  if (std::string cache = hf_setting("HF_HUB_CACHE"); !cache.empty()) return cache;
+  return (fs::path(hf_home()) / "hub").string();
 }
 
 fs::path hf_hub_repo_folder(const HfHubName& name) {
@@ -54,7 +53,7 @@ fs::path hf_hub_repo_folder(const HfHubName& name) {
 }
 
 bool hf_hub_offline() {
-  std::string value = env("HF_HUB_OFFLINE");
+  std::string value = hf_setting("HF_HUB_OFFLINE");
   std::transform(value.begin(), value.end(), value.begin(),
                  [](unsigned char c) { return char(std::toupper(c)); });
   return value == "1" || value == "ON" || value == "YES" || value == "TRUE";

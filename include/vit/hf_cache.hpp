@@ -24,6 +24,11 @@ HfHubName hf_hub_name(const std::string& spec);
 
 bool is_commit_hash(const std::string& s);
 
+// An environment variable huggingface_hub reads (HF_ENDPOINT, HF_TOKEN, ...); "" unset.
+std::string hf_setting(const char* name);
+
+// $HF_HOME, else ~/.cache/huggingface: the cache's parent, and the token's folder.
+std::string hf_home();
 std::string hf_hub_cache();
 
 // CACHE/models--ORG--NAME.

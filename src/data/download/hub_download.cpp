@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -36,13 +35,8 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxRelativeRedirects = 5;
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 std::string endpoint() {
-  std::string url = env("HF_ENDPOINT");
+  std::string url = hf_setting("HF_ENDPOINT");
   if (url.empty()) url = "https://huggingface.co";
   while (!url.empty() && url.back() == '/')
     url.pop_back();
@@ -51,11 +45,8 @@ std::string endpoint() {
 
 // $HF_TOKEN, else the token `huggingface-cli login` saved in $HF_HOME/token.
 std::string token() {
-  if (std::string t = env("HF_TOKEN"); !t.empty()) return t;
-  const std::string home = env("HF_HOME");
-  const fs::path file = home.empty() ? fs::path(env("HOME")) / ".cache" / "huggingface" / "token"
-                                     : fs::path(home) / "token";
-  std::ifstream in(file);
+  if (std::string t = hf_setting("HF_TOKEN"); !t.empty()) return t;
+  std::ifstream in(fs::path(hf_home()) / "token");
   std::string t;
   std::getline(in, t);
   return t;
@@ -198,10 +189,6 @@ void link_snapshot(const fs::path& repo, const std::string& commit, const std::s
 }
 
 }  // namespace
-
-std::vector<std::string> hub_model_files() {
-  return {"config.json", "model.safetensors"};
-}
 
 std::string download_hf_hub(const std::string& spec, const std::vector<std::string>& files) {
   const HfHubName name = hf_hub_name(spec);

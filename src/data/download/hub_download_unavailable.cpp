@@ -7,10 +7,6 @@
 
 namespace vit::data {
 
-std::vector<std::string> hub_model_files() {
-  return {"config.json", "model.safetensors"};
-}
-
 std::string download_hf_hub(const std::string& spec, const std::vector<std::string>&) {
   try {
     return resolve_hf_hub(spec);

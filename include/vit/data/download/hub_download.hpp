@@ -8,8 +8,10 @@
 
 namespace vit::data {
 
-// The files a timm model needs: its config.json and model.safetensors.
-std::vector<std::string> hub_model_files();
+// The files a timm model needs.
+inline std::vector<std::string> hub_model_files() {
+  return {"config.json", "model.safetensors"};
+}
 
 // Downloads `files` of `spec` (hf-hub:ORG/NAME[@REVISION]) into the cache, but
 // those it holds, and returns the snapshot folder. Every failure is a one-line
