@@ -93,10 +93,12 @@ TEST(ModelOptions, TheFastAndTheExplicitPathGiveTheSameLogits) {
     }
     ASSERT_EQ(explained.pool_attention.sizes(), (c10::IntArrayRef{3, 4, 1, 16})) << name;
     EXPECT_TRUE(torch::allclose(explained.pool_attention.sum(-1), torch::ones({3, 4, 1}), 0, 1e-6));
+    // Against the pool on the fast path's features: fp32 probabilities in [0, 1]
+    // through two blocks whose paths order their sums differently, as the logits above.
     const auto features = model->forward_features(x);
-    EXPECT_TRUE(
-        torch::equal(explained.pool_attention,
-                     model->attn_pool->pool(features.slice(1, m.prefix_tokens())).probabilities));
+    const auto fast_pool =
+        model->attn_pool->pool(features.slice(1, m.prefix_tokens())).probabilities;
+    EXPECT_LE((explained.pool_attention - fast_pool).abs().max().item<double>(), 1e-5) << name;
   }
 }
 
