@@ -275,8 +275,9 @@ TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
       csv << b.top << "," << b.left << "," << b.height << "," << b.width << "\n";
     }
   }
-  const std::vector<std::pair<int64_t, int64_t>> sizes = {
-      {375, 500}, {480, 360}, {1200, 900}, {300, 300}, {333, 517}};
+  // 700 x 300: over twice as tall as wide, so Pillow 13 runs its vertical pass first.
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {{375, 500}, {480, 360}, {1200, 900},
+                                                          {300, 300}, {333, 517}, {700, 300}};
   for (size_t k = 0; k < sizes.size(); ++k) {
     const auto [h, w] = sizes[k];
     const auto source = work / ("eval_" + std::to_string(k) + ".jpg");
@@ -288,11 +289,22 @@ TEST_F(PyCheck, CropsAndTheEvaluationTransformMatchTorchvision) {
     cv::imencode(".jpg", bgr, bytes, {cv::IMWRITE_JPEG_QUALITY, 92});
     std::ofstream(source, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    const auto ours = vit::io::decode_planned(
-        bytes.data(), bytes.size(), 3,
-        [](int64_t ih, int64_t iw) { return vit::data::center_crop_plan(ih, iw, 224, 0.875); },
-        source.string());
-    vit::io::write_png(work / ("eval_" + std::to_string(k) + ".png"), ours);
+    // Each of data.interpolation's three: eval_K.png (area), eval_K_bilinear.png, ...
+    for (const auto interpolation :
+         {vit::Interpolation::kArea, vit::Interpolation::kBilinear, vit::Interpolation::kBicubic}) {
+      const auto ours = vit::io::decode_planned(
+          bytes.data(), bytes.size(), 3,
+          [&](int64_t ih, int64_t iw) {
+            auto plan = vit::data::center_crop_plan(ih, iw, 224, 0.875);
+            plan.interpolation = interpolation;
+            return plan;
+          },
+          source.string());
+      const std::string suffix = interpolation == vit::Interpolation::kArea
+                                     ? ""
+                                     : std::string("_") + vit::enum_name(interpolation);
+      vit::io::write_png(work / ("eval_" + std::to_string(k) + suffix + ".png"), ours);
+    }
   }
   run_script("check_crops", /*keep_workdir=*/true);
 }

@@ -39,6 +39,10 @@ enum class PaddingMode { kZeros, kReflect };     // data.augment.padding_mode: "
 enum class DistBackend { kAuto, kGloo, kNccl };  // train.dist_backend: "auto" | "gloo" | "nccl"
 enum class HeadFusion { kMean, kMax, kMin };     // analysis.head_fusion: "mean" | "max" | "min"
 enum class ValidationSource { kAuto, kFolder, kHoldout };  // data.validation
+// data.crop_mode and data.interpolation: how evaluation takes an image to the model's
+// input, in timm's (pretrained_cfg's) names (data/image_transform.hpp).
+enum class CropMode { kAuto, kCenter, kSquash };
+enum class Interpolation { kArea, kBilinear, kBicubic };
 
 template <>
 struct EnumNames<Pool> {
@@ -101,6 +105,18 @@ struct EnumNames<ValidationSource> {
       {ValidationSource::kAuto, "auto"},
       {ValidationSource::kFolder, "folder"},
       {ValidationSource::kHoldout, "holdout"}};
+};
+template <>
+struct EnumNames<CropMode> {
+  static constexpr std::pair<CropMode, const char*> table[] = {
+      {CropMode::kAuto, "auto"}, {CropMode::kCenter, "center"}, {CropMode::kSquash, "squash"}};
+};
+template <>
+struct EnumNames<Interpolation> {
+  static constexpr std::pair<Interpolation, const char*> table[] = {
+      {Interpolation::kArea, "area"},
+      {Interpolation::kBilinear, "bilinear"},
+      {Interpolation::kBicubic, "bicubic"}};
 };
 template <>
 struct EnumNames<HeadFusion> {
@@ -217,6 +233,8 @@ struct DataConfig {
   int64_t workers = 0;
   int64_t prefetch_batches = 0;
   double crop_pct = 0.875;
+  CropMode crop_mode = CropMode::kAuto;
+  Interpolation interpolation = Interpolation::kArea;
   std::string train_shards = "";
   std::string val_shards = "";
   std::string test_shards = "";
@@ -230,6 +248,16 @@ struct DataConfig {
   bool std_given = false;
   bool hflip_given = false;
 };
+
+// How evaluation fits an image (data.crop_mode, crop_pct, interpolation), with auto
+// resolved: center with a random_resized_crop, else squash at crop_pct 1 (the whole
+// image, as the in-memory path keeps it).
+struct EvaluationTransform {
+  CropMode mode = CropMode::kSquash;  // kCenter or kSquash
+  double crop_pct = 1.0;
+  Interpolation interpolation = Interpolation::kArea;
+};
+EvaluationTransform evaluation_transform(const DataConfig& data);
 
 // train.ema; unset (JSON null) = off.
 struct ModelEmaConfig {

@@ -62,6 +62,15 @@ std::ostream& operator<<(std::ostream& out, DatasetKind dataset) {
   return out << enum_name(dataset);
 }
 
+EvaluationTransform evaluation_transform(const DataConfig& data) {
+  EvaluationTransform t;
+  t.interpolation = data.interpolation;
+  if (data.crop_mode == CropMode::kAuto && !data.augment.random_resized_crop) return t;
+  t.mode = data.crop_mode == CropMode::kAuto ? CropMode::kCenter : data.crop_mode;
+  t.crop_pct = data.crop_pct;
+  return t;
+}
+
 FreezePlan freeze_plan(const std::string& freeze) {
   const auto plan = config_detail::parsed_freeze(freeze);
   if (!plan) throw Error("train.freeze is '" + freeze + "', expected none | backbone | N");

@@ -227,9 +227,18 @@ void for_each_field(C& c, F&& visit) {
     "takes far longer than decoding a batch",
     integers(0, 1024, "0 = 2 on the CPU, 4 on CUDA"));
   f("data.crop_pct", d.crop_pct,
-    "streaming evaluation: the shorter side resized to image_size / crop_pct, then the centre "
-    "image_size square (timm's crop_pct)",
+    "evaluation under crop_mode center or squash: the image resized to image_size / crop_pct, "
+    "then the centre image_size square kept (timm's crop_pct)",
     Range{0, 1, true, false});
+  f("data.crop_mode", d.crop_mode,
+    "how evaluation (validation, test, predict and the analyses' --images) fits an image: "
+    "center = its shorter side resized, the centre square kept; squash = both sides resized, "
+    "the centre kept; auto = center with a random_resized_crop, else the whole image squashed "
+    "to image_size (timm's crop_mode)");
+  f("data.interpolation", d.interpolation,
+    "evaluation's resize: area = pixel areas averaged when shrinking, bilinear when enlarging "
+    "(fast: a large JPEG is decoded at a reduced scale first); bilinear, bicubic = Pillow's "
+    "filters to the bit, as timm's evaluation transform (a hub folder's pretrained_cfg sets it)");
   f("data.train_shards", d.train_shards,
     "webdataset: the training shards, a brace pattern under root (train-{000000..000146}.tar)");
   f("data.val_shards", d.val_shards, "webdataset: the validation shards (early stopping, best.pt)");

@@ -16,6 +16,7 @@
 #include "vit/data/idx.hpp"
 #include "vit/data/image_folder.hpp"
 #include "vit/data/image_listing.hpp"
+#include "vit/data/image_transform.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/data/split.hpp"
 #include "vit/data/synthetic.hpp"
@@ -266,9 +267,10 @@ std::string mib_text(int64_t bytes) {
 
 }  // namespace
 
-// "auto" streams for webdataset, for a random resized crop (it needs the original
-// images), and for an image folder or Tiny-ImageNet whose decoded images would
-// exceed data.memory_budget_mb (0: a quarter of the machine's memory).
+// "auto" streams for webdataset, for a random resized crop or an evaluation
+// transform other than the in-memory squash (they need the original images),
+// and for an image folder or Tiny-ImageNet whose decoded images would exceed
+// data.memory_budget_mb (0: a quarter of the machine's memory).
 StreamChoice choose_stream(const Config& config, int64_t listed_images) {
   const auto& d = config.data;
   if (d.dataset == DatasetKind::kWebdataset) return {true, "webdataset shards are always streamed"};
@@ -279,6 +281,16 @@ StreamChoice choose_stream(const Config& config, int64_t listed_images) {
           "tiny-imagenet or webdataset); " +
           std::string(enum_name(d.dataset)) + " is read into memory whole");
     return {true, "data.augment.random_resized_crop crops the original images"};
+  }
+  if (const EvaluationTransform evaluation = evaluation_transform(d);
+      can_stream(d.dataset) && needs_original_images(evaluation)) {
+    const std::string what = "data.crop_mode " + std::string(enum_name(evaluation.mode)) +
+                             " (crop_pct " + fmt::format("{}", evaluation.crop_pct) +
+                             ") and data.interpolation " + enum_name(d.interpolation) +
+                             " resize the original images";
+    if (d.stream == StreamMode::kOff)
+      throw Error(what + ", which only the streamed path reads; data.stream is false");
+    return {true, what};
   }
   if (d.stream == StreamMode::kOn) {
     if (!can_stream(d.dataset))

@@ -80,12 +80,30 @@ io::CropResizePlan center_crop_plan(int64_t height, int64_t width, int64_t side,
   return plan;
 }
 
-io::CropResizePlan squash_plan(int64_t height, int64_t width, int64_t side) {
+io::CropResizePlan squash_plan(int64_t height, int64_t width, int64_t side, double crop_pct) {
   io::CropResizePlan plan;
   plan.height = height;
   plan.width = width;
-  plan.out_height = plan.out_width = side;
+  plan.out_height = plan.out_width = static_cast<int64_t>(std::floor(double(side) / crop_pct));
+  if (plan.out_height > side) {
+    plan.crop_height = plan.crop_width = side;
+    plan.crop_top = plan.crop_left = round_half_even(double(plan.out_height - side) / 2.0);
+  }
   return plan;
+}
+
+io::CropResizePlan evaluation_plan(const EvaluationTransform& transform, int64_t height,
+                                   int64_t width, int64_t side) {
+  io::CropResizePlan plan = transform.mode == CropMode::kCenter
+                                ? center_crop_plan(height, width, side, transform.crop_pct)
+                                : squash_plan(height, width, side, transform.crop_pct);
+  plan.interpolation = transform.interpolation;
+  return plan;
+}
+
+bool needs_original_images(const EvaluationTransform& transform) {
+  return transform.mode != CropMode::kSquash || transform.crop_pct != 1.0 ||
+         transform.interpolation != Interpolation::kArea;
 }
 
 }  // namespace vit::data

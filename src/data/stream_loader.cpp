@@ -262,7 +262,7 @@ StreamSettings stream_settings(const Config& config) {
   s.channels = config.model.channels;
   s.side = config.model.image_size;
   s.random_resized_crop = config.data.augment.random_resized_crop;
-  s.crop_pct = config.data.crop_pct;
+  s.evaluation = evaluation_transform(config.data);
   s.workers = config.data.workers;
   s.prefetch_batches = config.data.prefetch_batches;
   s.shuffle_buffer = config.data.shuffle_buffer;
@@ -272,9 +272,7 @@ StreamSettings stream_settings(const Config& config) {
 }
 
 io::CropResizePlan evaluation_plan(const StreamSettings& settings, int64_t height, int64_t width) {
-  if (settings.random_resized_crop)
-    return center_crop_plan(height, width, settings.side, settings.crop_pct);
-  return squash_plan(height, width, settings.side);
+  return data::evaluation_plan(settings.evaluation, height, width, settings.side);
 }
 
 // A decoded batch on the CPU, and its labels: uint8 (rows, C, S, S), pinned

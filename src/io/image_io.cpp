@@ -45,7 +45,9 @@ int interpolation_for(int64_t height, int64_t width, int64_t side) {
   return (side <= height && side <= width) ? cv::INTER_AREA : cv::INTER_LINEAR;
 }
 
-std::vector<uint8_t> read_file(const std::filesystem::path& path) {
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) throw Error(path.string() + ": no such file");
   if (std::filesystem::is_directory(path, error)) {
@@ -59,11 +61,9 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-}  // namespace
-
 at::Tensor read_image(const std::filesystem::path& path, int64_t channels, int64_t side) {
   check_request(channels, side, path.string());
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
   return decode_image(bytes.data(), bytes.size(), channels, side, path.string());
 }
 

@@ -1,9 +1,10 @@
 // The plan comes from data/image_transform (torchvision's RandomResizedCrop, or
 // timm's resize-and-centre-crop). A JPEG whose header gives its size is decoded at
-// a reduced scale through libjpeg's DCT scaling (OpenCV's IMREAD_REDUCED_*), so the
-// resize still only shrinks (INTER_AREA, which antialiases); that skips most of the
-// decoding of a photograph much larger than the model's input. The thread's kept
-// bytes are a JPEG region's rows.
+// a reduced scale through libjpeg's DCT scaling (OpenCV's IMREAD_REDUCED_*) when the
+// resize averages areas, so that it still only shrinks (INTER_AREA, which
+// antialiases); that skips most of the decoding of a photograph much larger than the
+// model's input. Pillow's filters (pil_resize) get the whole-scale pixels Pillow
+// would. The thread's kept bytes are a JPEG region's rows.
 #include "vit/io/planned_decode.hpp"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "image_size.hpp"
 #include "jpeg_region.hpp"
 #include "mat.hpp"
+#include "pil_resize.hpp"
 #include "vit/error.hpp"
 #include "vit/io/jpeg_header.hpp"
 
@@ -82,20 +84,36 @@ cv::Rect scaled_box(const CropResizePlan& p, double scale_y, double scale_x, con
   return {left, top, right - left, bottom - top};
 }
 
-// The plan's resize and window on `box`, then the channel conversion (to RGB
-// or luma, 8 bits) on the small result, not on the whole image. `rgb`: the
-// pixels are RGB or gray already (libjpeg's), not the BGR of OpenCV's codecs.
-at::Tensor finish_plan(const cv::Mat& box, int channels, const CropResizePlan& p, bool rgb) {
-  const bool shrinks = p.out_height <= box.rows && p.out_width <= box.cols;
+cv::Mat resized_box(const cv::Mat& box, const CropResizePlan& p) {
+  const int height = static_cast<int>(p.out_height), width = static_cast<int>(p.out_width);
+  if (p.interpolation != Interpolation::kArea)
+    return detail::pil_resize(box, height, width,
+                              p.interpolation == Interpolation::kBicubic
+                                  ? detail::PilFilter::kBicubic
+                                  : detail::PilFilter::kBilinear);
+  const bool shrinks = height <= box.rows && width <= box.cols;
   cv::Mat resized;
-  cv::resize(box, resized, cv::Size(static_cast<int>(p.out_width), static_cast<int>(p.out_height)),
-             0, 0, shrinks ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::resize(box, resized, cv::Size(width, height), 0, 0,
+             shrinks ? cv::INTER_AREA : cv::INTER_LINEAR);
+  return resized;
+}
+
+// The plan's resize and window on `box`, then the channel conversion (to RGB
+// or luma, 8 bits) on the small result, not on the whole image; Pillow's
+// filters convert first, as torchvision's loader does. `rgb`: the pixels are
+// RGB or gray already (libjpeg's), not the BGR of OpenCV's codecs.
+at::Tensor finish_plan(const cv::Mat& box, int channels, const CropResizePlan& p, bool rgb) {
+  const bool convert_first = !rgb && p.interpolation != Interpolation::kArea;
+  const cv::Mat resized =
+      resized_box(convert_first ? detail::to_uint8_channels(box, channels) : box, p);
   const bool whole = p.crop_height == 0 && p.crop_width == 0;
   const cv::Mat window =
       whole ? resized
             : resized(cv::Rect(static_cast<int>(p.crop_left), static_cast<int>(p.crop_top),
                                static_cast<int>(p.crop_width), static_cast<int>(p.crop_height)));
-  return detail::from_mat_channels_last(rgb ? window : detail::to_uint8_channels(window, channels));
+  const bool converted = rgb || convert_first;
+  return detail::from_mat_channels_last(converted ? window
+                                                  : detail::to_uint8_channels(window, channels));
 }
 
 at::Tensor apply_plan(const cv::Mat& image, int channels, const CropResizePlan& p, double scale_y,
@@ -123,7 +141,9 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
     const int64_t height = jpeg->oriented_height(), width = jpeg->oriented_width();
     const CropResizePlan p = plan(height, width);
     check_plan(p, height, width, name);
-    const int denominator = dct_scale_for(p.height, p.width, p.out_height, p.out_width);
+    const int denominator = p.interpolation == Interpolation::kArea
+                                ? dct_scale_for(p.height, p.width, p.out_height, p.out_width)
+                                : 1;
     if (jpeg->orientation == 1) {  // rotated ones take OpenCV's path below
       const auto region = detail::decode_jpeg_region(
           data, size, c, denominator, static_cast<int>(p.top), static_cast<int>(p.left),

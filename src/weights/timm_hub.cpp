@@ -191,14 +191,34 @@ void apply_model_args(const json& args, const TimmArchitecture& row, ModelConfig
   a.read("drop_path_rate", m.drop_path);
 }
 
-// pretrained_cfg's preprocessing: mean, std, crop_pct; its input size where
-// model_args gives none (timm's fixed_input_size).
+// A pretrained_cfg name vit takes as it is: the Pillow filters and crop modes it
+// does as timm does.
+template <typename E>
+E timm_choice(const ModelArgs& p, const char* key, E fallback, std::initializer_list<E> accepted,
+              const std::string& where) {
+  std::string name;
+  if (!p.read(key, name)) return fallback;
+  for (const E value : accepted)
+    if (name == enum_name(value)) return value;
+  std::string names;
+  for (const E value : accepted)
+    names += std::string(names.empty() ? "" : " or ") + enum_name(value);
+  throw Error(where + "." + key + " is \"" + name + "\", expected " + names);
+}
+
+// pretrained_cfg's preprocessing: mean, std, crop_pct, crop_mode (timm's default
+// center), interpolation; its input size where model_args gives none (timm's
+// fixed_input_size).
 void apply_pretrained_cfg(const json& cfg, const json& args, Config& c, const std::string& where) {
   if (!cfg.is_object()) throw Error(where + " is " + cfg.dump() + ", expected an object");
   const ModelArgs p(cfg, where);
   if (p.read("mean", c.data.mean)) c.data.mean_given = true;
   if (p.read("std", c.data.std)) c.data.std_given = true;
   p.read("crop_pct", c.data.crop_pct);
+  c.data.crop_mode =
+      timm_choice(p, "crop_mode", CropMode::kCenter, {CropMode::kCenter, CropMode::kSquash}, where);
+  c.data.interpolation = timm_choice(p, "interpolation", Interpolation::kBicubic,
+                                     {Interpolation::kBilinear, Interpolation::kBicubic}, where);
   std::vector<int64_t> input_size;
   if (p.read("input_size", input_size)) {
     if (input_size.size() != 3)
@@ -269,12 +289,19 @@ json model_args_of(const ModelConfig& m) {
   return args;
 }
 
+// area has no Pillow filter of its name; bilinear, which Pillow widens when it
+// shrinks, is the nearest.
+const char* timm_interpolation(Interpolation interpolation) {
+  return interpolation == Interpolation::kBicubic ? "bicubic" : "bilinear";
+}
+
 }  // namespace
 
 // The architecture is the config's name when it is one, else the first of the table
 // that timm can turn into this model through model_args.
 json timm_hub_config(const Config& config) {
   const ModelConfig& m = config.model;
+  const EvaluationTransform evaluation = evaluation_transform(config.data);
   const TimmArchitecture& architecture = export_architecture(m, config.name);
   const json model_args = model_args_of(m);
   return {{"architecture", architecture.name},
@@ -285,9 +312,9 @@ json timm_hub_config(const Config& config) {
           {"pretrained_cfg",
            {{"input_size", {m.channels, m.image_size, m.image_size}},
             {"fixed_input_size", true},
-            {"interpolation", "bicubic"},
-            {"crop_pct", config.data.crop_pct},
-            {"crop_mode", "center"},
+            {"interpolation", timm_interpolation(config.data.interpolation)},
+            {"crop_pct", evaluation.crop_pct},
+            {"crop_mode", enum_name(evaluation.mode)},
             {"mean", config.data.mean},
             {"std", config.data.std},
             {"num_classes", m.num_classes},

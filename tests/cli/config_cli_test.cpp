@@ -50,7 +50,7 @@ TEST(ConfigCommand, DocsConfigMdIsTheReference) {
 TEST(ConfigCommand, TheReferenceHasEveryKeyOnceWithItsDefault) {
   const std::string reference = config_reference_markdown();
   const auto keys = config_keys();
-  EXPECT_EQ(keys.size(), 101u);
+  EXPECT_EQ(keys.size(), 103u);
   for (const auto& key : keys) {
     EXPECT_NE(reference.find("| `" + key.path + "` |"), std::string::npos) << key.path;
     EXPECT_FALSE(key.meaning.empty()) << key.path;

@@ -164,6 +164,25 @@ TEST_F(StreamChoiceTest, ARandomResizedCropOrABudgetTooSmallStreamsAndSaysWhy) {
             "only the streamed path reads; data.stream is false");
 }
 
+// A pretrained model's evaluation (timm's centre crop and Pillow's filter,
+// from its hub folder) resizes the original images: the folder streams.
+TEST_F(StreamChoiceTest, AnEvaluationTransformOtherThanTheWholeSquashStreams) {
+  config_.data.crop_mode = vit::CropMode::kCenter;
+  config_.data.interpolation = vit::Interpolation::kBicubic;
+  const auto choice = vit::data::choose_stream(config_, 40);
+  EXPECT_TRUE(choice.stream);
+  EXPECT_EQ(choice.reason,
+            "data.crop_mode center (crop_pct 0.875) and data.interpolation bicubic resize the "
+            "original images");
+  config_.data.stream = vit::StreamMode::kOff;
+  EXPECT_EQ(error_of([&] { vit::data::choose_stream(config_, 40); }),
+            "data.crop_mode center (crop_pct 0.875) and data.interpolation bicubic resize the "
+            "original images, which only the streamed path reads; data.stream is false");
+  // Datasets read whole keep their own size: the setting is for predict's images.
+  config_.data.dataset = vit::DatasetKind::kCifar10;
+  EXPECT_FALSE(vit::data::choose_stream(config_, 40).stream);
+}
+
 TEST_F(StreamChoiceTest, OnlyFileByFileDatasetsStream) {
   config_.data.dataset = vit::DatasetKind::kCifar10;
   config_.data.stream = vit::StreamMode::kOn;

@@ -93,4 +93,47 @@ TEST(CenterCropPlan, IsTimmsResizeThenCentreCrop) {
   EXPECT_EQ(whole.crop_top, 0);
 }
 
+TEST(SquashPlan, IsTimmsSquashBothSidesThenCentreCrop) {
+  // crop_pct 0.875 at 224: both sides to floor(256), then the centre 224 from
+  // round(16) = 16. At crop_pct 1: the whole image to 224 x 224, no window.
+  const auto p = vit::data::squash_plan(375, 500, 224, 0.875);
+  EXPECT_EQ(p.out_height, 256);
+  EXPECT_EQ(p.out_width, 256);
+  EXPECT_EQ(p.crop_top, 16);
+  EXPECT_EQ(p.crop_left, 16);
+  EXPECT_EQ(p.crop_height, 224);
+  const auto whole = vit::data::squash_plan(375, 500, 224);
+  EXPECT_EQ(whole.out_height, 224);
+  EXPECT_EQ(whole.out_width, 224);
+  EXPECT_EQ(whole.crop_height, 0);  // all of it
+}
+
+// data.crop_mode auto: center with a random resized crop, else the whole image
+// squashed, which the in-memory path already holds; anything else needs the
+// original images.
+TEST(EvaluationTransform, AutoFollowsTheRandomResizedCropAndTheRestIsExplicit) {
+  vit::DataConfig d;
+  d.crop_pct = 0.9;
+  auto t = vit::evaluation_transform(d);
+  EXPECT_EQ(t.mode, vit::CropMode::kSquash);
+  EXPECT_EQ(t.crop_pct, 1.0);
+  EXPECT_FALSE(vit::data::needs_original_images(t));
+  d.augment.random_resized_crop = vit::RandomResizedCrop{};
+  t = vit::evaluation_transform(d);
+  EXPECT_EQ(t.mode, vit::CropMode::kCenter);
+  EXPECT_EQ(t.crop_pct, 0.9);
+  EXPECT_TRUE(vit::data::needs_original_images(t));
+  d.augment.random_resized_crop.reset();
+  d.crop_mode = vit::CropMode::kSquash;
+  EXPECT_TRUE(vit::data::needs_original_images(vit::evaluation_transform(d)));  // crop_pct 0.9
+  d.crop_pct = 1.0;
+  EXPECT_FALSE(vit::data::needs_original_images(vit::evaluation_transform(d)));
+  d.interpolation = vit::Interpolation::kBicubic;
+  t = vit::evaluation_transform(d);
+  EXPECT_TRUE(vit::data::needs_original_images(t));
+  const auto plan = vit::data::evaluation_plan(t, 300, 400, 224);
+  EXPECT_EQ(plan.interpolation, vit::Interpolation::kBicubic);
+  EXPECT_EQ(plan.out_height, 224);
+}
+
 }  // namespace

@@ -14,6 +14,13 @@ wrote into --workdir:
   difference is reported (the two resize filters differ: PIL's antialiased
   bilinear against OpenCV's area average, and vit decodes large JPEGs at a
   reduced DCT scale).
+- eval_<k>_bilinear.png and eval_<k>_bicubic.png: the same with
+  data.interpolation bilinear and bicubic, which are Pillow's filters to the
+  bit: torchvision's transform with InterpolationMode.BILINEAR and BICUBIC
+  must give the same bytes. Pillow before 13 ran the horizontal pass first
+  whatever the shape; vit follows Pillow 13, so with an older Pillow an image
+  whose height shrinks by over twice as many pixels as its width is only
+  reported.
 
 Usage: check_crops.py --vit VIT --workdir DIR (VIT unused: the C++ test drew
 the boxes with vit's own functions).
@@ -25,8 +32,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import PIL
 from PIL import Image
 from torchvision import transforms
+from torchvision.transforms import InterpolationMode
 from torchvision.transforms import RandomResizedCrop
 
 
@@ -86,6 +95,31 @@ def check_eval(jpeg, failures):
         failures.append(f"{jpeg.name}: mean difference {mean:.3f}")
 
 
+def pillow_major():
+    return int(PIL.__version__.split(".")[0])
+
+
+def check_pillow_filter(jpeg, mode, failures):
+    name = mode.value
+    ours = np.asarray(Image.open(jpeg.with_name(f"{jpeg.stem}_{name}.png")).convert("RGB"),
+                      dtype=np.int32)
+    image = Image.open(jpeg).convert("RGB")
+    transform = transforms.Compose([transforms.Resize(256, interpolation=mode),
+                                    transforms.CenterCrop(224)])
+    theirs = np.asarray(transform(image), dtype=np.int32)
+    width, height = image.size
+    short = min(width, height)
+    resized = (256 * height // short, 256 * width // short)
+    order_differs = (height - resized[0] > 0 and height - resized[0] > 2 * (width - resized[1])
+                     and pillow_major() < 13)
+    differing = int((ours != theirs).sum()) if ours.shape == theirs.shape else -1
+    print(f"{jpeg.name} ({width}x{height}) {name}: {differing} of {theirs.size} values differ "
+          f"from Pillow {PIL.__version__}'s"
+          + (" (its passes run in the other order: reported only)" if order_differs else ""))
+    if differing != 0 and not order_differs:
+        failures.append(f"{jpeg.name} {name}: {differing} values differ")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--vit")
@@ -102,6 +136,8 @@ def main():
         check_boxes(path, failures)
     for jpeg in jpegs:
         check_eval(jpeg, failures)
+        for mode in (InterpolationMode.BILINEAR, InterpolationMode.BICUBIC):
+            check_pillow_filter(jpeg, mode, failures)
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

@@ -12,8 +12,12 @@ that LayerScale's gammas, every bias and every norm matter), and
 timm.models._hub.save_for_hf writes the folder the hub serves (config.json
 with the architecture, model_args and pretrained_cfg, beside
 model.safetensors). `vit predict --checkpoint FOLDER --json --precision fp32`
-must give timm's logits within 1e-4 of the largest, with the folder's own
-preprocessing (pretrained_cfg's mean and std); `vit info --json` must count
+must give timm's logits within 1e-4 of the largest on photographs of
+another size and shape, each through the folder's own preprocessing on
+both sides: timm's evaluation transform from pretrained_cfg (Pillow's
+bicubic resize, the centre crop of crop_pct, mean and std) against vit's
+data.crop_mode, crop_pct and interpolation read from the same folder, so
+the pixels must agree to the bit; `vit info --json` must count
 timm's parameters exactly; `vit attn-distance` and `vit rollout` must give
 the distances and maps that timm's own attention probabilities give (the
 prefix tokens left out, rollout read from the class token, from the
@@ -24,8 +28,11 @@ folder that timm opens (local-dir:) with the same logits.
 import json
 import sys
 
+import PIL
 import timm
 import torch
+from PIL import Image
+from timm.data import create_transform
 from timm.models._hub import save_for_hf
 
 import vitpy
@@ -60,6 +67,32 @@ def hub_folder(work, name, size, classes, generator):
     save_for_hf(model, str(folder), safe_serialization=True)
     (folder / "pytorch_model.bin").unlink(missing_ok=True)
     return model, folder
+
+
+def photographs(work, stem, size, generator):
+    """PNGs larger than the model's input, so that the resize and the centre
+    crop matter: a wide one, a square one, and one three times as tall as
+    wide, for which Pillow 13 runs its vertical pass first, as vit does
+    (an older Pillow runs the horizontal first, so it gets the two others
+    only). -> their paths."""
+    shapes = [(size + 23, 2 * size - 5), (size + 40, size + 40)]
+    if int(PIL.__version__.split(".")[0]) >= 13:
+        shapes.append((3 * size, size + 7))
+    arrays = []
+    for height, width in shapes:
+        noise = torch.randint(0, 256, (height, width, 3), generator=generator)
+        ramp = torch.linspace(0, 255, width).view(1, width, 1)
+        arrays.append(((noise + ramp) / 2).round().clamp(0, 255).to(torch.uint8).numpy())
+    return vitpy.write_pngs(work, stem, arrays)
+
+
+def timm_eval_inputs(cfg, paths):
+    """timm's evaluation transform of each file, from the folder's pretrained_cfg."""
+    transform = create_transform(input_size=tuple(cfg["input_size"]),
+                                 interpolation=cfg["interpolation"], mean=tuple(cfg["mean"]),
+                                 std=tuple(cfg["std"]), crop_pct=cfg["crop_pct"],
+                                 crop_mode=cfg.get("crop_mode", "center"))
+    return torch.stack([transform(Image.open(path).convert("RGB")) for path in paths])
 
 
 def timm_attention(model, x):
@@ -122,10 +155,9 @@ def check_analyses(report, vit, work, what, model, folder, x, images):
 
 def check_family(report, vit, work, name, size, classes, generator):
     model, folder = hub_folder(work, name, size, classes, generator)
-    data = json.loads((folder / "config.json").read_text())["pretrained_cfg"]
-    m = {"channels": 3, "image_size": size}
-    pixels, images = vitpy.write_random_images(work, folder.name, 3, m, generator)
-    x = vitpy.normalize(pixels, data["mean"], data["std"])
+    cfg = json.loads((folder / "config.json").read_text())["pretrained_cfg"]
+    images = photographs(work, folder.name, size, generator)
+    x = timm_eval_inputs(cfg, images)
     with torch.no_grad():
         outputs = model(x)  # logits, or a backbone's pooled features
     what = f"timm {name} (depth 2, {size} px, {classes} classes, timm {timm.__version__})"

@@ -133,6 +133,9 @@ TEST_F(TimmHubFolderTest, OpensWithTheArchitectureModelArgsAndPreprocessingOfIts
   EXPECT_EQ(m.registers, 4);
   EXPECT_EQ(hub.config.data.mean, (std::vector<double>{0.485, 0.456, 0.406}));
   EXPECT_DOUBLE_EQ(hub.config.data.crop_pct, 1.0);
+  // timm's defaults where pretrained_cfg names neither.
+  EXPECT_EQ(hub.config.data.crop_mode, vit::CropMode::kCenter);
+  EXPECT_EQ(hub.config.data.interpolation, vit::Interpolation::kBicubic);
 
   VisionTransformer written = write_weights(m);
   LoadedModel loaded = load_model(folder());
@@ -182,6 +185,43 @@ TEST_F(TimmHubFolderTest, BadFoldersAreOneLineErrors) {
   write_config(config);
   EXPECT_EQ(error_of([&] { read_timm_hub_folder(f); }),
             where + " model_args: depth is \"two\", expected an integer");
+}
+
+// pretrained_cfg's crop_mode and interpolation become data.crop_mode and
+// data.interpolation, and export writes them back; the ones vit does not do as
+// timm does are one-line errors, not a silently different resize.
+TEST_F(TimmHubFolderTest, TheResizeAndCropOfPretrainedCfgRoundTrip) {
+  std::ofstream(dir_ / "model.safetensors");
+  json config = dinov2_config();
+  config["pretrained_cfg"]["crop_mode"] = "squash";
+  config["pretrained_cfg"]["interpolation"] = "bilinear";
+  config["pretrained_cfg"]["crop_pct"] = 0.95;
+  write_config(config);
+  const Config read = read_timm_hub_folder(folder()).config;
+  EXPECT_EQ(read.data.crop_mode, vit::CropMode::kSquash);
+  EXPECT_EQ(read.data.interpolation, vit::Interpolation::kBilinear);
+  const json written = vit::timm_hub_config(read)["pretrained_cfg"];
+  EXPECT_EQ(written["crop_mode"], "squash");
+  EXPECT_EQ(written["interpolation"], "bilinear");
+  EXPECT_DOUBLE_EQ(written["crop_pct"].get<double>(), 0.95);
+
+  // A config of vit's own: auto without a random resized crop is the whole
+  // image squashed (crop_pct 1); area is written as Pillow's bilinear.
+  const json own = vit::timm_hub_config(Config{})["pretrained_cfg"];
+  EXPECT_EQ(own["crop_mode"], "squash");
+  EXPECT_DOUBLE_EQ(own["crop_pct"].get<double>(), 1.0);
+  EXPECT_EQ(own["interpolation"], "bilinear");
+
+  const std::string where = (dir_ / "config.json").string() + " pretrained_cfg";
+  config["pretrained_cfg"]["interpolation"] = "nearest";
+  write_config(config);
+  EXPECT_EQ(error_of([&] { read_timm_hub_folder(folder()); }),
+            where + ".interpolation is \"nearest\", expected bilinear or bicubic");
+  config["pretrained_cfg"]["interpolation"] = "bicubic";
+  config["pretrained_cfg"]["crop_mode"] = "border";
+  write_config(config);
+  EXPECT_EQ(error_of([&] { read_timm_hub_folder(folder()); }),
+            where + ".crop_mode is \"border\", expected center or squash");
 }
 
 // timm's fc_norm None follows the pooling (on with avg); an architecture that

@@ -6,9 +6,11 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "vit/data/image_transform.hpp"
 #include "vit/data/rng.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
+#include "vit/io/planned_decode.hpp"
 
 namespace vit::cli {
 
@@ -28,9 +30,17 @@ ImageInputs load_image_inputs(const std::vector<std::string>& paths, const Confi
                               c10::Device device) {
   ImageInputs inputs;
   inputs.paths = paths;
+  // Each image as evaluation takes it (data.crop_mode, crop_pct, interpolation).
+  const EvaluationTransform transform = evaluation_transform(config.data);
+  const io::PlanForSize plan = [&](int64_t height, int64_t width) {
+    return data::evaluation_plan(transform, height, width, config.model.image_size);
+  };
   std::vector<torch::Tensor> images;
-  for (const auto& path : paths)
-    images.push_back(io::read_image(path, config.model.channels, config.model.image_size));
+  for (const auto& path : paths) {
+    const std::vector<uint8_t> bytes = io::read_file_bytes(path);
+    images.push_back(
+        io::decode_planned(bytes.data(), bytes.size(), config.model.channels, plan, path));
+  }
   inputs.pixels = torch::stack(images);  // (B, C, S, S)
   inputs.normalized = normalize_pixels(inputs.pixels, config, device);
   return inputs;

@@ -22,11 +22,20 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const RandomResiz
 io::CropResizePlan random_resized_crop_plan(int64_t height, int64_t width, int64_t side,
                                             const RandomResizedCrop& crop, Rng& rng);
 
-// Evaluation, as timm's eval transform: Resize(floor(S / crop_pct)), CenterCrop(S),
-// with torchvision's and Python's roundings.
+// timm's center crop: Resize(floor(S / crop_pct)), CenterCrop(S), with torchvision's
+// and Python's roundings.
 io::CropResizePlan center_crop_plan(int64_t height, int64_t width, int64_t side, double crop_pct);
 
-// The in-memory path's transform: the whole image squashed to S x S.
-io::CropResizePlan squash_plan(int64_t height, int64_t width, int64_t side);
+// timm's squash: both sides resized to floor(S / crop_pct), then CenterCrop(S). At
+// crop_pct 1 the whole image squashed to S x S, the in-memory path's transform.
+io::CropResizePlan squash_plan(int64_t height, int64_t width, int64_t side, double crop_pct = 1.0);
+
+// The plan of evaluation_transform(config.data) (vit/config.hpp) for an H x W image.
+io::CropResizePlan evaluation_plan(const EvaluationTransform& transform, int64_t height,
+                                   int64_t width, int64_t side);
+
+// Whether the transform needs each original image, where the in-memory path keeps
+// images squashed once with area averaging.
+bool needs_original_images(const EvaluationTransform& transform);
 
 }  // namespace vit::data

@@ -20,6 +20,7 @@
 #include "vit/config.hpp"
 #include "vit/data/batch_loader.hpp"
 #include "vit/data/batch_source.hpp"
+#include "vit/data/image_transform.hpp"
 #include "vit/data/streamed_split.hpp"
 #include "vit/io/planned_decode.hpp"
 
@@ -30,10 +31,10 @@ struct StreamSettings {
   int64_t side = 224;
   // Unset: the image is squashed to S x S, then crop_padding crops it in training.
   std::optional<RandomResizedCrop> random_resized_crop;
-  double crop_pct = 0.875;        // evaluation_plan's, with a random_resized_crop
-  int64_t workers = 0;            // decode threads; 0 = one per core
-  int64_t prefetch_batches = 0;   // decoded batches held ahead; 0 = 2 on the CPU, 4 on CUDA
-  int64_t shuffle_buffer = 2000;  // shards, training: samples shuffled together
+  EvaluationTransform evaluation;  // validation and test
+  int64_t workers = 0;             // decode threads; 0 = one per core
+  int64_t prefetch_batches = 0;    // decoded batches held ahead; 0 = 2 on the CPU, 4 on CUDA
+  int64_t shuffle_buffer = 2000;   // shards, training: samples shuffled together
   int64_t shuffle_buffer_bytes = int64_t{1024} << 20;  // and at most these bytes of them
   bool skip_corrupt =
       false;  // an image that fails takes its batch neighbour's place, with a warning
@@ -43,8 +44,7 @@ struct StreamSettings {
 // The stream settings a config asks for (data.*, the model's size).
 StreamSettings stream_settings(const Config& config);
 
-// How evaluation takes an H x W image: with a random_resized_crop, the shorter side
-// to floor(S / crop_pct), then the centre S x S (timm's); else squashed to S x S.
+// How evaluation takes an H x W image (data/image_transform's evaluation_plan).
 io::CropResizePlan evaluation_plan(const StreamSettings& settings, int64_t height, int64_t width);
 
 class StreamLoader : public BatchSource {

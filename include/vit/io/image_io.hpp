@@ -18,6 +18,9 @@ namespace vit::io {
 // 0 keeps the file's size. Throws vit::Error naming a missing or undecodable file.
 at::Tensor read_image(const std::filesystem::path& path, int64_t channels, int64_t side);
 
+// A file's bytes. Throws vit::Error naming a missing, unreadable or folder path.
+std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path);
+
 // The same from encoded bytes in memory; `name` only labels error messages.
 at::Tensor decode_image(const uint8_t* data, size_t size, int64_t channels, int64_t side,
                         const std::string& name);

@@ -11,13 +11,17 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "vit/config.hpp"
+
 namespace vit::io {
 
 struct CropResizePlan {
   // The box taken from the image, in its pixels (after EXIF orientation).
   int64_t top = 0, left = 0, height = 0, width = 0;
-  // The box's resized size; shrinking averages pixel areas, enlarging is bilinear.
+  // The box's resized size, and how: kArea averages pixel areas when shrinking and
+  // is bilinear when enlarging; kBilinear and kBicubic are Pillow's filters.
   int64_t out_height = 0, out_width = 0;
+  Interpolation interpolation = Interpolation::kArea;
   // The window of the resized box that is returned; 0 x 0 = all of it.
   int64_t crop_top = 0, crop_left = 0, crop_height = 0, crop_width = 0;
 };
@@ -33,7 +37,7 @@ at::Tensor decode_planned(const uint8_t* data, size_t size, int64_t channels,
                           const PlanForSize& plan, const std::string& name);
 
 // The DCT scale denominator (1, 2, 4 or 8) decode_planned uses for a box of
-// box_height x box_width resized to out_height x out_width.
+// box_height x box_width resized to out_height x out_width by area averaging.
 int dct_scale_for(int64_t box_height, int64_t box_width, int64_t out_height, int64_t out_width);
 
 // The bytes the calling thread keeps between decodes: at most 16 MiB after a decode
