@@ -10,6 +10,11 @@
 #     (GNU time's maximum RSS) and seconds.
 #  3. `vit train` of a small model (patch 16, width 64, depth 2, batch 64)
 #     streamed from each for TRAIN_SECONDS, stopped by SIGINT: its peak.
+#  4. The same run on the large folder as two Gloo ranks on this machine, with
+#     LOCAL_WORLD_SIZE=1 (each rank lists the folder itself) and 2 (the ranks
+#     share one mapped list, data/shared_listing.hpp): each rank's peak, the
+#     list's heap bytes from its log, and the mapped list's resident and
+#     proportional share (smaps' Rss and Pss) halfway through.
 # Usage: PHOTOS=/tmp/photos scripts/bench/imagenet_scale.sh
 #   Env: WORK=/tmp/vit-imagenet-scale (kept, for reruns)  RUNS=3  TRAIN_SECONDS=60
 set -euo pipefail
@@ -66,4 +71,27 @@ for folder in "$work/imagenet-1k-images" "$work/imagenet"; do
     --set train.precision=fp32 --device cpu --out "$out/run" >"$out/train.log" 2>&1 || true
   echo "$(basename "$folder") peak $(($(tail -1 "$out/time") / 1024)) MiB"  # the last line: time notes a non-zero exit above it
   rm -rf "$out/run"
+done
+
+echo "== two ranks of that run on $(basename "$work/imagenet"), ${train_seconds} s =="
+train_args=(train --config configs/imagenet-vit-s16.json --set data.root="$work/imagenet"
+  --set model.dim=64 --set model.depth=2 --set model.heads=2 --set model.mlp_dim=256
+  --set train.batch_size=64 --set train.precision=fp32 --device cpu --threads 1)
+for local in 1 2; do
+  port=$((29000 + RANDOM % 1000))
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$((local == 2 ? r : 0)) LOCAL_WORLD_SIZE=$local \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port /usr/bin/time -f "%M" -o "$out/time$r" \
+      timeout -s INT "$train_seconds" "$vit" "${train_args[@]}" --out "$out/ranks" \
+      >"$out/rank$r.log" 2>&1 &
+  done
+  sleep $((train_seconds / 2))
+  rank0=$(pgrep -x vit | head -1)
+  mapped=$(awk '/image-folder-list/ {on = 1; next} /^[0-9a-f]+-/ {on = 0}
+    on && /^(Rss|Pss):/ {printf "%s %s kB ", $1, $2}' "/proc/$rank0/smaps" 2>/dev/null || true)
+  wait || true
+  echo "LOCAL_WORLD_SIZE=$local: peaks $(($(tail -1 "$out/time0") / 1024)) and" \
+    "$(($(tail -1 "$out/time1") / 1024)) MiB; $(grep -o 'the file list takes [^(]*' "$out/rank0.log" |
+      head -1 | sed 's/ *$//'); mapped list: ${mapped:-none}"
+  rm -rf "$out/ranks"
 done

@@ -18,6 +18,7 @@
 #include "vit/data/image_listing.hpp"
 #include "vit/data/image_transform.hpp"
 #include "vit/data/rng.hpp"
+#include "vit/data/shared_listing.hpp"
 #include "vit/data/split.hpp"
 #include "vit/data/synthetic.hpp"
 #include "vit/data/tiny_imagenet.hpp"
@@ -124,9 +125,16 @@ bool can_stream(DatasetKind dataset) {
 // The file listing of a dataset read file by file; nullopt for the others.
 std::optional<ImageListing> listing_of(const Config& config, ValidationSource validation) {
   const auto& d = config.data;
-  if (d.dataset == DatasetKind::kImageFolder)
-    return list_image_folder(d.root, config.model.channels, config.model.image_size,
-                             validation == ValidationSource::kFolder);
+  if (d.dataset == DatasetKind::kImageFolder) {
+    const bool val_folder = validation == ValidationSource::kFolder;
+    const auto list = [&] {
+      return list_image_folder(d.root, config.model.channels, config.model.image_size, val_folder);
+    };
+    // torchrun's ranks on one machine share one list (data/shared_listing.hpp).
+    if (local_world_size() > 1)
+      return shared_image_folder_listing(d.root, val_folder, d.cache_dir, list);
+    return list();
+  }
   if (d.dataset == DatasetKind::kTinyImagenet) return list_tiny_imagenet(d.root);
   return std::nullopt;
 }
@@ -346,6 +354,10 @@ DataSplits load_data(const Config& config) {
   if (listing) check_class_count(config, static_cast<int64_t>(listing->classes.size()));
   const int64_t listed = listing ? listing->train.size() + listing->evaluation.size() : 0;
   const StreamChoice choice = choose_stream(config, listed);
+  // The list's heap bytes; a list shared by the ranks is mapped, off the heap.
+  const int64_t list_bytes = listing ? listing->train.bytes() + listing->evaluation.bytes() : 0;
+  const bool has_list = listing.has_value();
+  const bool list_mapped = has_list && listing->train.is_mapped();
   DataSplits out;
   if (choice.stream) {
     out.streamed = streamed_splits(config, std::move(listing), validation, choice.reason);
@@ -369,9 +381,14 @@ DataSplits load_data(const Config& config) {
   if (choice.stream) {
     spdlog::info(
         "{}: {} train, {} val, {} test images, streamed: read and decoded every epoch "
-        "({}); listed in {:.1f} s",
+        "({}); listed in {:.1f} s{}",
         enum_name(d.dataset), with_commas(out.train_size()), with_commas(out.val_size()),
-        with_commas(out.test_size()), choice.reason, seconds());
+        with_commas(out.test_size()), choice.reason, seconds(),
+        has_list ? "; the file list takes " + mib_text(list_bytes) + " MiB of heap" +
+                       (list_mapped ? " (its names and labels mapped, shared by this machine's "
+                                      "ranks)"
+                                    : "")
+                 : std::string());
   } else {
     spdlog::info("{}: {} train, {} val, {} test images of {}x{}x{} in {:.1f} s",
                  enum_name(d.dataset), out.train.size(), out.val.size(), out.test.size(),

@@ -8,7 +8,9 @@
 #include "vit/data/file_list.hpp"
 
 #include <algorithm>
+#include <ostream>
 
+#include "padded_bytes.hpp"
 #include "vit/error.hpp"
 
 namespace vit::data {
@@ -32,7 +34,9 @@ void put_varint(std::deque<char>& out, size_t value) {
   out.push_back(static_cast<char>(value));
 }
 
-size_t get_varint(const std::deque<char>& in, size_t& pos) {
+// `in`: the deque of a growing list, or a mapped list's bytes.
+template <typename Bytes>
+size_t get_varint(const Bytes& in, size_t& pos) {
   size_t value = 0;
   for (int shift = 0;; shift += 7) {
     const auto byte = static_cast<uint8_t>(in[pos++]);
@@ -61,6 +65,21 @@ int64_t deque_bytes(const std::deque<T>& d) {
   return blocks * (kBlockBytes + kMallocHeader + int64_t(sizeof(void*)));
 }
 
+// Name i from the front-coded `names`, starting at its block's whole name.
+template <typename Bytes>
+std::string decode_name(const Bytes& names, size_t pos, int64_t i) {
+  std::string name;
+  for (int64_t k = i - i % kBlock; k <= i; ++k) {
+    const size_t shared = get_varint(names, pos);
+    const size_t rest = get_varint(names, pos);
+    name.resize(shared);
+    for (size_t c = 0; c < rest; ++c)
+      name.push_back(names[pos + c]);
+    pos += rest;
+  }
+  return name;
+}
+
 }  // namespace
 
 FileList::FileList(int64_t num_classes)
@@ -69,6 +88,7 @@ FileList::FileList(int64_t num_classes)
 }
 
 void FileList::add(const std::filesystem::path& folder, std::string_view name, int64_t label) {
+  if (is_mapped()) throw Error("a mapped file list cannot grow");
   if (label < 0 || label >= num_classes_)
     throw Error((folder / std::string(name)).string() + ": label " + std::to_string(label) +
                 " outside [0, " + std::to_string(num_classes_) + ")");
@@ -103,17 +123,9 @@ void FileList::check_index(int64_t i) const {
 
 std::string FileList::name(int64_t i) const {
   check_index(i);
-  size_t pos = block_offset_[static_cast<size_t>(i / kBlock)];
-  std::string name;
-  for (int64_t k = i - i % kBlock; k <= i; ++k) {
-    const size_t shared = get_varint(names_, pos);
-    const size_t rest = get_varint(names_, pos);
-    name.resize(shared);
-    const auto from = names_.begin() + static_cast<std::ptrdiff_t>(pos);
-    name.append(from, from + static_cast<std::ptrdiff_t>(rest));
-    pos += rest;
-  }
-  return name;
+  const auto block = static_cast<size_t>(i / kBlock);
+  return is_mapped() ? decode_name(mapped_names_, mapped_offsets_[block], i)
+                     : decode_name(names_, block_offset_[block], i);
 }
 
 const std::string& FileList::folder(int64_t i) const {
@@ -131,7 +143,7 @@ int64_t FileList::label(int64_t i) const {
   uint64_t label = 0;
   const size_t at = static_cast<size_t>(i) * static_cast<size_t>(label_width_);
   for (int b = 0; b < label_width_; ++b)
-    label |= uint64_t{labels_[at + b]} << (8 * b);
+    label |= uint64_t{is_mapped() ? mapped_labels_[at + b] : labels_[at + b]} << (8 * b);
   return static_cast<int64_t>(label);
 }
 
@@ -158,6 +170,53 @@ int64_t FileList::bytes() const {
   return folder_bytes + capacity_bytes(folder_first_) + deque_bytes(names_) +
          deque_bytes(block_offset_) + deque_bytes(labels_) +
          static_cast<int64_t>(last_name_.capacity());
+}
+
+void FileList::write(std::ostream& out) const {
+  using detail::put_int, detail::put_padded;
+  if (is_mapped()) throw Error("a mapped file list is written already");
+  put_int(out, num_classes_);
+  put_int(out, size_);
+  put_int(out, int64_t(folders_.size()));
+  for (size_t f = 0; f < folders_.size(); ++f) {
+    put_int(out, folder_first_[f]);
+    put_int(out, int64_t(folders_[f].size()));
+    put_padded(out, folders_[f]);
+  }
+  put_int(out, int64_t(names_.size()));
+  for (const uint64_t offset : block_offset_)
+    put_int(out, int64_t(offset));
+  put_padded(out, labels_);
+  put_padded(out, names_);
+}
+
+FileList FileList::mapped(const char*& at, const char* end, std::shared_ptr<const void> owner) {
+  detail::PaddedReader in(at, end, "a file list");
+  constexpr int64_t kMost = int64_t{1} << 40;
+  FileList list(in.integer(1, kMost, "class count"));
+  const int64_t size = in.integer(0, kMost, "size");
+  const int64_t folders = in.integer(0, size, "folder count");
+  for (int64_t f = 0; f < folders; ++f) {
+    const int64_t first =
+        in.integer(f == 0 ? 0 : list.folder_first_.back() + 1, size - 1, "folder's first file");
+    const auto length = static_cast<size_t>(in.integer(0, 1 << 20, "folder's length"));
+    list.folders_.emplace_back(in.bytes(length), length);
+    list.folder_first_.push_back(first);
+  }
+  if ((size > 0) != (folders > 0) || (folders > 0 && list.folder_first_.front() != 0))
+    throw Error("a file list's folders do not cover its files");
+  const auto names = static_cast<size_t>(in.integer(0, kMost, "names' length"));
+  const auto blocks = static_cast<size_t>((size + kBlock - 1) / kBlock);
+  list.mapped_offsets_ = reinterpret_cast<const uint64_t*>(in.bytes(blocks * sizeof(uint64_t)));
+  for (size_t b = 0; b < blocks; ++b)
+    if (list.mapped_offsets_[b] >= names)
+      throw Error("a file list's name offset is past its names");
+  list.mapped_labels_ =
+      reinterpret_cast<const uint8_t*>(in.bytes(size_t(size) * size_t(list.label_width_)));
+  list.mapped_names_ = in.bytes(names);
+  list.size_ = size;
+  list.owner_ = std::move(owner);
+  return list;
 }
 
 }  // namespace vit::data

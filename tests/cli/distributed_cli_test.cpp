@@ -16,6 +16,7 @@
 
 #include "process.hpp"
 #include "trained_checkpoint.hpp"
+#include "vit/io/image_io.hpp"
 #include "vit/train/training_checkpoint.hpp"
 #include "vit/weights/checkpoint.hpp"
 #include "vit_test_paths.hpp"
@@ -136,6 +137,40 @@ TEST_F(DistributedTrain, TwoRanksReproduceOneProcessAndOnlyRankZeroWritesFiles) 
   EXPECT_EQ(testing::events_files_in(case_dir_ / "two"), 1);  // rank 0's, for the world
   EXPECT_EQ(rank1->output(), "");  // rank 1 logs warnings and errors only
   EXPECT_NE(rank0->output().find("rank 0 of 2 (gloo backend"), std::string::npos);
+}
+
+// torchrun's ranks on one machine list an image folder once: the first to take
+// the list file's lock writes it into data.cache_dir, and both train from the
+// mapped file.
+TEST_F(DistributedTrain, RanksOnOneMachineShareOneFileList) {
+  const fs::path photos = case_dir_ / "photos";
+  for (const char* split : {"train", "val"})
+    for (int i = 0; i < 16; ++i)
+      io::write_png(
+          photos / split / ("class" + std::to_string(i % 2)) / (std::to_string(i) + ".png"),
+          torch::full({3, 12, 12}, 40 + 150 * (i % 2), torch::kUInt8));
+  const fs::path cache = case_dir_ / "cache";
+  const std::vector<std::string> folder = {
+      "--set", "data.dataset=image-folder", "--set", "data.root=" + photos.string(),
+      "--set", "data.stream=true",          "--set", "data.cache_dir=" + cache.string(),
+      "--set", "model.num_classes=2",       "--set", "train.epochs=1"};
+  const int port = testing::free_tcp_port();
+  auto rank1 = start_rank(1, 2, port, folder);
+  std::vector<std::string> rank0_args = folder;
+  rank0_args.insert(rank0_args.end(), {"--out", "two"});
+  auto rank0 = start_rank(0, 2, port, rank0_args);
+  ASSERT_EQ(rank0->wait(Seconds(120)), 0) << rank0->output();
+  ASSERT_EQ(rank1->wait(Seconds(60)), 0) << rank1->output();
+  EXPECT_NE(rank0->output().find("16 train, 16 val, 0 test images, streamed"), std::string::npos)
+      << rank0->output();
+  EXPECT_NE(rank0->output().find("(its names and labels mapped, shared by this machine's ranks)"),
+            std::string::npos)
+      << rank0->output();
+  int lists = 0;
+  for (const auto& entry : fs::directory_iterator(cache))
+    lists += entry.path().filename().string().rfind("image-folder-list-", 0) == 0 &&
+             entry.path().extension() == ".bin";
+  EXPECT_EQ(lists, 1);
 }
 
 TEST_F(DistributedTrain, RanksWithDifferentConfigsAreRefused) {

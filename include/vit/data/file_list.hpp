@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,8 +33,18 @@ class FileList {
   // Every path, in order: for the in-memory path, whose datasets are small.
   std::vector<std::filesystem::path> paths() const;
   std::vector<int64_t> labels() const;
-  // The heap bytes the list holds, its containers' blocks included.
+  // The heap bytes the list holds, its containers' blocks included (a mapped list's
+  // names, offsets and labels are not on the heap).
   int64_t bytes() const;
+
+  // The list as bytes (native byte order, 8-byte aligned parts), for a file that
+  // mapped() reads back.
+  void write(std::ostream& out) const;
+  // The list written at `cursor` (moved past it), whose names, offsets and labels
+  // stay where they are: a view of memory that `owner` keeps mapped. Throws
+  // vit::Error when the bytes end early or do not add up.
+  static FileList mapped(const char*& cursor, const char* end, std::shared_ptr<const void> owner);
+  bool is_mapped() const { return mapped_names_ != nullptr; }
 
  private:
   void check_index(int64_t i) const;
@@ -48,6 +60,11 @@ class FileList {
   std::deque<uint64_t> block_offset_;  // where every 16th name starts in names_
   std::deque<uint8_t> labels_;         // label_width_ bytes a file, little-endian
   std::string last_name_;              // the name added last, to code the next against
+  // A mapped list reads these instead of the three deques, and cannot grow.
+  std::shared_ptr<const void> owner_;  // keeps them mapped
+  const char* mapped_names_ = nullptr;
+  const uint64_t* mapped_offsets_ = nullptr;
+  const uint8_t* mapped_labels_ = nullptr;
 };
 
 }  // namespace vit::data
