@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""A folder of real photographs of varied size, for the streamed pipeline's
-benchmarks: random crops of the photographs in OpenCV's sample data (Debian's
-opencv-doc: aerial views, fruit, a baboon, buildings, a squirrel, ...),
-each resized so that its longer side is 280 to 520 pixels, at a random
-aspect ratio between 3:4 and 4:3, saved as JPEG (quality 85 to 95), in the
-layout of an image folder: OUT/train/<class>/*.jpg and OUT/val/<class>/*.jpg.
+"""A folder of real photographs at ImageNet's sizes, for the streamed
+pipeline's benchmarks: windows of the photographs in OpenCV's sample data
+(Debian's opencv-doc: aerial views, fruit, a baboon, buildings, a squirrel,
+...) at their own scale, never resized: 500 pixels on the longer side and
+333 to 400 on the shorter (ImageNet's typical 500 x 375), three in four
+landscape, each from a photograph that holds it, flipped at random, saved
+as JPEG (quality 85 to 95), in the layout of an image folder:
+OUT/train/<class>/*.jpg and OUT/val/<class>/*.jpg. It prints the mean size
+in bytes.
 
 Usage: make_photos.py SOURCE_DIR OUT --train N [--val N] [--classes 10] [--seed 0]
 """
@@ -22,28 +25,26 @@ PHOTOS = ["aero1", "aero3", "aloeL", "aloeR", "apple", "baboon", "building", "bu
 
 
 def one_photo(sources, rng):
-    source = rng.choice(sources)
-    w, h = source.size
-    share = rng.uniform(0.35, 1.0)
-    ratio = rng.uniform(0.75, 4 / 3)
-    cw = min(w, int(round((w * h * share * ratio) ** 0.5)))
-    ch = min(h, int(round(cw / ratio)))
-    left, top = rng.randint(0, w - cw), rng.randint(0, h - ch)
-    crop = source.crop((left, top, left + cw, top + ch))
-    longer = rng.randint(280, 520)
-    scale = longer / max(cw, ch)
-    size = (max(1, round(cw * scale)), max(1, round(ch * scale)))
-    image = crop.resize(size, Image.BICUBIC)
+    longer, shorter = 500, rng.randint(333, 400)
+    w, h = (longer, shorter) if rng.random() < 0.75 else (shorter, longer)
+    source = rng.choice([s for s in sources if s.size[0] >= w and s.size[1] >= h])
+    left, top = rng.randint(0, source.size[0] - w), rng.randint(0, source.size[1] - h)
+    image = source.crop((left, top, left + w, top + h))
     if rng.random() < 0.5:
         image = image.transpose(Image.FLIP_LEFT_RIGHT)
     return image
 
 
 def write_split(out, sources, count, classes, rng):
+    """-> the bytes written."""
+    written = 0
     for i in range(count):
         folder = out / f"class{i % classes:02d}"
         folder.mkdir(parents=True, exist_ok=True)
-        one_photo(sources, rng).save(folder / f"{i:06d}.jpg", quality=rng.randint(85, 95))
+        path = folder / f"{i:06d}.jpg"
+        one_photo(sources, rng).save(path, quality=rng.randint(85, 95))
+        written += path.stat().st_size
+    return written
 
 
 def main():
@@ -57,9 +58,11 @@ def main():
     a = p.parse_args()
     sources = [Image.open(Path(a.source) / f"{name}.jpg").convert("RGB") for name in PHOTOS]
     rng = random.Random(a.seed)
-    write_split(Path(a.out) / "train", sources, a.train, a.classes, rng)
+    written = write_split(Path(a.out) / "train", sources, a.train, a.classes, rng)
     if a.val:
-        write_split(Path(a.out) / "val", sources, a.val, a.classes, rng)
+        written += write_split(Path(a.out) / "val", sources, a.val, a.classes, rng)
+    print(f"{a.out}: {a.train + a.val} photographs, {written / (a.train + a.val) / 1000:.0f} KB "
+          "on average")
 
 
 if __name__ == "__main__":

@@ -7,18 +7,24 @@
 #      a synthetic tree of the real size (200 classes x 500 train JPEGs of
 #      64 x 64, 10,000 val JPEGs), generated once under $WORK;
 #   3. the streamed pipeline at 224 px against torchvision (--streamed-only):
-#      600 real photographs of 280-520 px (scripts/bench/make_photos.py, from
-#      Debian's opencv-doc), as a folder and as WebDataset shards, through
-#      RandomResizedCrop(224), flip and normalisation: `vit data --bench` with
-#      data.workers=STREAM_WORKERS and --threads 1, against torchvision's
-#      DataLoader (PIL, ToTensor, Normalize) with as many worker processes,
-#      both pinned to the same STREAM_WORKERS cores (taskset), interleaved,
-#      median of RUNS; then the peak resident memory of `vit train` (ViT-Ti/16
-#      at 224, batch 64, streamed, stopped after MEMORY_SECONDS) on 1,000 and
-#      on 16,000 photographs (--memory-only runs that part alone).
+#      600 real photographs of ImageNet's size (500 x 333-400, at their own
+#      scale: scripts/bench/make_photos.py, from Debian's opencv-doc), as a
+#      folder and as WebDataset shards, through RandomResizedCrop(224), flip
+#      and normalisation, on one core (taskset): `vit data --bench` with
+#      data.workers=1 and --threads 1, against torchvision as a careful user
+#      runs it there (scripts/bench/torchvision_loader.py: num_workers 0,
+#      uint8 batches normalised per batch): Debian's torchvision 0.14 with
+#      PIL; the same with pillow-simd (PyPI) where it builds; torchvision.io's
+#      decode_jpeg with transforms v2 (pip's torch line, torchvision >= 0.15);
+#      and pip's webdataset for the shards. Interleaved, median of RUNS; the
+#      ratio is against the fastest torchvision. Then the peak resident
+#      memory of `vit train` (ViT-Ti/16 at 224, batch 64, streamed, stopped
+#      after MEMORY_SECONDS) on 1,000 and on 16,000 photographs
+#      (--memory-only runs that part alone).
 # Usage: scripts/bench/pipeline.sh [--pipeline-only | --tiny-only | --streamed-only | --memory-only]
 # Env:   VIT=build/vit  WORK=/tmp/vit-bench  BATCHES=400  THREADS="1 2"
-#        STREAM_WORKERS=1  STREAM_BATCHES=40  RUNS=3  MEMORY_SECONDS=60
+#        STREAM_BATCHES=40  RUNS=3  MEMORY_SECONDS=60
+#        TORCH2_PYTHON=~/.cache/vit/torch-*/bin/python (pip's torch line, for v2)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VIT=${VIT:-build/vit}
@@ -145,11 +151,11 @@ stream_sets() {  # ROOT: vit's --set overrides for the benchmark's transforms
   echo "--set data.root=$1 --set model.num_classes=10 --set data.val_size=10"
   echo "--set data.augment.randaugment_ops=0 --set data.augment.mixup_alpha=0"
   echo "--set data.augment.cutmix_alpha=0 --set data.augment.random_erasing=0"
-  echo "--set train.batch_size=64 --set data.workers=${STREAM_WORKERS:-1}"
+  echo "--set train.batch_size=64 --set data.workers=1"
 }
 
 if [[ $MODE == --streamed-only || $MODE == all ]]; then
-  folder=$WORK/photos-600 shards=$WORK/photo-shards
+  folder=$WORK/imagenet-size-photos-600 shards=$WORK/imagenet-size-shards
   photos "$folder" 600
   if [[ ! -f $shards/classes.txt ]]; then
     "$VIT" data --config configs/imagenet-vit-s16.json $(stream_sets "$folder") \
@@ -157,37 +163,52 @@ if [[ $MODE == --streamed-only || $MODE == all ]]; then
   fi
   train_shards="train-{000000..$(printf '%06d' $(($(ls "$shards"/train-*.tar | wc -l) - 1)))}.tar"
   val_shards="val-{000000..$(printf '%06d' $(($(ls "$shards"/val-*.tar | wc -l) - 1)))}.tar"
-  workers=${STREAM_WORKERS:-1}
-  cores=0-$((workers - 1))
+  cores=0
   python=/usr/bin/python3
-  have_wds=0
-  venv=$WORK/webdataset-venv
-  if [[ ! -x $venv/bin/python ]]; then
-    /usr/bin/python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1 &&
-      "$venv/bin/pip" install -q webdataset >/dev/null 2>&1 || rm -rf "$venv"
-  fi
-  [[ -x $venv/bin/python ]] && "$venv/bin/python" -c 'import webdataset' 2>/dev/null && have_wds=1
-  [[ $have_wds == 1 ]] || echo "pipeline.sh: no webdataset package (pip): torchvision's shard row is skipped"
-  echo "== streamed, RandomResizedCrop(224) + flip + normalise, batch 64, $workers worker(s) on cores $cores =="
+  tv() {  # PYTHON NAME ARGS...: one torchvision contender's images/s into the results
+    local py=$1 name=$2
+    shift 2
+    local line
+    line=$(taskset -c "$cores" "$py" scripts/bench/torchvision_loader.py "$@" \
+      --batches "${STREAM_BATCHES:-40}") || { echo "pipeline.sh: $name failed" >&2; return; }
+    echo "$name	$(echo "$line" | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["images_per_sec"]))')	-" >>"$results"
+    echo "$name: $line" >>"$WORK/streamed-versions.txt"
+  }
+  venv_with() {  # DIR PACKAGE: a venv over Debian's Python packages with PACKAGE from PyPI
+    [[ -x $1/bin/python ]] && "$1/bin/python" -c "import ${3:-$2}" 2>/dev/null && return 0
+    rm -rf "$1"
+    /usr/bin/python3 -m venv --system-site-packages "$1" >/dev/null 2>&1 &&
+      "$1/bin/pip" install -q "$2" >/dev/null 2>&1 && return 0
+    rm -rf "$1"
+    return 1
+  }
+  have_wds=0 have_simd=0
+  venv_with "$WORK/webdataset-venv" webdataset && have_wds=1 ||
+    echo "pipeline.sh: no webdataset package (pip): torchvision's shard row is skipped"
+  venv_with "$WORK/pillow-simd-venv" pillow-simd PIL && have_simd=1 ||
+    echo "pipeline.sh: pillow-simd did not build here: its row is skipped"
+  torch2=${TORCH2_PYTHON:-$(ls -d "$HOME"/.cache/vit/torch-*/bin/python 2>/dev/null | tail -1)}
+  [[ -x $torch2 ]] && "$torch2" -c 'from torchvision.transforms import v2' 2>/dev/null ||
+    { torch2=; echo "pipeline.sh: no torchvision >= 0.15 (scripts/setup.sh --torch pip --bench): the v2 row is skipped"; }
+  echo "== streamed, RandomResizedCrop(224) + flip + normalise, batch 64, one core ($cores) =="
   echo "   $(lscpu | sed -n 's/^Model name: *//p')"
   results=$WORK/streamed.tsv
-  : >"$results"
+  : >"$results" && : >"$WORK/streamed-versions.txt"
   for run in $(seq 1 "${RUNS:-3}"); do
     line=$(taskset -c "$cores" "$VIT" data --config configs/imagenet-vit-s16.json $(stream_sets "$folder") \
       --device cpu --threads 1 --bench "${STREAM_BATCHES:-40}" -q)
     echo "vit-folder	$(echo "$line" | sed -n 's/^pipeline: \([0-9]*\) images.*peak resident memory \([0-9]*\) MiB/\1	\2/p')" >>"$results"
     line=$(taskset -c "$cores" "$VIT" data --config configs/imagenet-vit-s16.json $(stream_sets "$shards") \
       --set data.dataset=webdataset --set data.train_shards="$train_shards" \
-      --set data.val_shards="$val_shards" --device cpu --threads 1 --bench "${STREAM_BATCHES:-40}" -q)
+      --set data.val_shards="$val_shards" --device cpu --threads 1 \
+      --bench "${STREAM_BATCHES:-40}" -q)
     echo "vit-shards	$(echo "$line" | sed -n 's/^pipeline: \([0-9]*\) images.*peak resident memory \([0-9]*\) MiB/\1	\2/p')" >>"$results"
-    line=$(taskset -c "$cores" "$python" scripts/bench/torchvision_loader.py --folder "$folder/train" \
-      --workers "$workers" --batches "${STREAM_BATCHES:-40}")
-    echo "torchvision-folder	$(echo "$line" | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["images_per_sec"]))')	-" >>"$results"
-    if [[ $have_wds == 1 ]]; then
-      line=$(taskset -c "$cores" "$venv/bin/python" scripts/bench/torchvision_loader.py \
-        --shards "$shards/$train_shards" --workers "$workers" --batches "${STREAM_BATCHES:-40}")
-      echo "torchvision-shards	$(echo "$line" | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["images_per_sec"]))')	-" >>"$results"
-    fi
+    tv "$python" torchvision-pil-folder --folder "$folder/train"
+    [[ $have_simd == 1 ]] &&
+      tv "$WORK/pillow-simd-venv/bin/python" torchvision-simd-folder --folder "$folder/train"
+    [[ -n $torch2 ]] && tv "$torch2" torchvision-v2-folder --variant v2 --folder "$folder/train"
+    [[ $have_wds == 1 ]] &&
+      tv "$WORK/webdataset-venv/bin/python" torchvision-pil-shards --shards "$shards/$train_shards"
   done
   "$python" - "$results" <<'PY'
 import statistics, sys
@@ -196,19 +217,22 @@ for line in open(sys.argv[1]):
     who, ips, rss = line.rstrip("\n").split("\t")
     rows.setdefault(who, []).append(float(ips))
 med = {who: statistics.median(v) for who, v in rows.items()}
-print(f"{'contender':<20}{'img/s':>8}  runs")
+print(f"{'contender':<26}{'img/s':>8}  runs")
 for who, v in rows.items():
-    print(f"{who:<20}{med[who]:>8.0f}  {' '.join(f'{x:.0f}' for x in v)}")
+    print(f"{who:<26}{med[who]:>8.0f}  {' '.join(f'{x:.0f}' for x in v)}")
 for source in ("folder", "shards"):
-    if f"vit-{source}" in med and f"torchvision-{source}" in med:
-        print(f"vit / torchvision, {source}: {med[f'vit-{source}'] / med[f'torchvision-{source}']:.2f}")
+    theirs = {who: m for who, m in med.items() if who.startswith("torchvision") and who.endswith(source)}
+    if f"vit-{source}" in med and theirs:
+        best = max(theirs, key=theirs.get)
+        print(f"vit / the fastest torchvision ({best}), {source}: {med[f'vit-{source}'] / theirs[best]:.2f}")
 PY
+  cat "$WORK/streamed-versions.txt" | sort -u -t: -k1,1
 fi
 
 if [[ $MODE == --memory-only || $MODE == all ]]; then
   echo "== vit train, ViT-Ti/16 at 224, batch 64, streamed: peak resident memory =="
   for n in 1000 16000; do
-    folder=$WORK/photos-$n
+    folder=$WORK/imagenet-size-photos-$n
     photos "$folder" "$n"
     out=$WORK/memory-run-$n
     rm -rf "$out"
