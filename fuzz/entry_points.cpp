@@ -153,7 +153,8 @@ void run_image(const uint8_t* data, size_t size) {
 }
 
 // First byte: bit 0 = gray or RGB, bit 1 = the evaluation transform or a
-// random resized crop, the rest (mod 60) + 4 the side; second byte the crop's
+// random resized crop, the rest (mod 60) + 4 the side; second byte: bits 0-1
+// the resize (area, Pillow's bilinear, bicubic, area), the rest the crop's
 // seed. The rest is an encoded image, decoded as the streamed pipeline does
 // (JPEG header, partial libjpeg decode, OpenCV for the others).
 void run_crop(const uint8_t* data, size_t size) {
@@ -161,13 +162,18 @@ void run_crop(const uint8_t* data, size_t size) {
   const int64_t channels = (data[0] & 1) ? 3 : 1;
   const bool evaluation = (data[0] & 2) != 0;
   const int64_t side = 4 + (data[0] >> 2) % 60;
-  data::Rng rng(data[1]);
+  const Interpolation interpolation = (data[1] & 3) == 1   ? Interpolation::kBilinear
+                                      : (data[1] & 3) == 2 ? Interpolation::kBicubic
+                                                           : Interpolation::kArea;
+  data::Rng rng(data[1] >> 2);
   const RandomResizedCrop crop;
   io::decode_planned(
       data + 2, size - 2, channels,
       [&](int64_t h, int64_t w) {
-        return evaluation ? data::center_crop_plan(h, w, side, 0.875)
-                          : data::random_resized_crop_plan(h, w, side, crop, rng);
+        auto plan = evaluation ? data::center_crop_plan(h, w, side, 0.875)
+                               : data::random_resized_crop_plan(h, w, side, crop, rng);
+        plan.interpolation = interpolation;
+        return plan;
       },
       "fuzz crop");
 }
