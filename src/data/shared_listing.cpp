@@ -156,23 +156,31 @@ ImageListing shared_image_folder_listing(const fs::path& root, bool val_folder,
                                          const std::string& cache_dir,
                                          const std::function<ImageListing()>& list) {
   const fs::path file = image_cache_path(root, "image-folder-list", cache_dir, /*fallback=*/true);
+  std::optional<FileLock> lock;  // held until the list is written: the other ranks wait
+  std::string key;
   try {
     std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
-    const FileLock lock(file.string() + ".lock");
-    const std::string key = image_folder_key(root, val_folder);
+    lock.emplace(file.string() + ".lock");
+    key = image_folder_key(root, val_folder);
     if (auto mapped = map_listing_file(file, key)) {
       spdlog::info("the file list of {}: mapped from {}, shared by this machine's ranks",
                    root.string(), file.string());
       return std::move(*mapped);
     }
-    write_listing_file(file, key, list());
-    if (auto mapped = map_listing_file(file, key)) return std::move(*mapped);
-    throw Error(file.string() + ": written, but does not map back");
   } catch (const Error& e) {
     spdlog::warn("each rank lists {} itself: {}", root.string(), e.what());
     return list();
   }
+  ImageListing listed = list();  // a bad folder's error is its own, raised once
+  try {
+    write_listing_file(file, key, listed);
+    if (auto mapped = map_listing_file(file, key)) return std::move(*mapped);
+    throw Error(file.string() + ": written, but does not map back");
+  } catch (const Error& e) {
+    spdlog::warn("each rank lists {} itself: {}", root.string(), e.what());
+  }
+  return listed;
 }
 
 }  // namespace vit::data

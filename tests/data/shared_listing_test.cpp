@@ -106,6 +106,16 @@ TEST_F(SharedListingTest, AnUnwritableCacheListsInProcess) {
   EXPECT_EQ(listing.train.size(), 1200);
 }
 
+// A folder that does not list is its own one-line error, listed once.
+TEST_F(SharedListingTest, AFolderThatDoesNotListIsItsOwnErrorOnce) {
+  fs::remove_all(root_ / "train" / "dog");
+  fs::remove_all(root_ / "train" / "eel");
+  EXPECT_EQ(vit::testing::error_of([&] { shared(); }),
+            (root_ / "train").string() +
+                ": 1 class folders, expected at least 2 (root/<class>/*.png|jpg|jpeg|bmp|webp)");
+  EXPECT_EQ(listed_, 1);
+}
+
 TEST(MappedFileList, BytesThatEndEarlyOrDoNotAddUpAreErrors) {
   FileList list(3);
   for (int i = 0; i < 40; ++i)
