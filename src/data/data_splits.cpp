@@ -25,6 +25,7 @@
 #include "vit/data/webdataset.hpp"
 #include "vit/error.hpp"
 #include "vit/io/image_io.hpp"
+#include "vit/torchrun_env.hpp"
 
 namespace vit::data {
 

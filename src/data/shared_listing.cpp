@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -63,14 +62,6 @@ void add_subfolder_times(std::ostream& key, const fs::path& dir, const std::stri
 }
 
 }  // namespace
-
-int64_t local_world_size() {
-  const char* text = std::getenv("LOCAL_WORLD_SIZE");
-  if (!text) return 1;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  return end != text && *end == '\0' && value > 1 ? int64_t(value) : 1;
-}
 
 std::string image_folder_key(const fs::path& root, bool val_folder) {
   std::error_code ec;

@@ -2,12 +2,10 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <limits>
 #include <vector>
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -33,16 +31,6 @@ using Backend = c10d::ProcessGroup;
 
 // Keys of our own under the store, apart from those of torchrun's agent.
 constexpr const char* kStorePrefix = "vit";
-
-int parse_int(const char* name, const char* text, int low, int high) {
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < low || value > high)
-    throw Error(fmt::format("{}='{}': expected an integer in {}..{} (set by torchrun)", name, text,
-                            low, high));
-  return static_cast<int>(value);
-}
 
 // c10::Error's what() holds a backtrace; its first line says what happened.
 std::string first_line(const std::exception& e) {
@@ -98,38 +86,6 @@ c10::intrusive_ptr<Backend> make_backend(DistBackend backend,
 }
 
 }  // namespace
-
-std::optional<DistributedEnv> distributed_env(
-    const std::function<const char*(const char*)>& lookup) {
-  const auto get = [&](const char* name) -> const char* {
-    const char* value = lookup ? lookup(name) : std::getenv(name);
-    return value && *value ? value : nullptr;
-  };
-  const char* required[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
-  std::vector<std::string> missing;
-  for (const char* name : required)
-    if (!get(name)) missing.push_back(name);
-  if (missing.size() == std::size(required) && !get("LOCAL_RANK")) return std::nullopt;
-  if (!missing.empty())
-    throw Error(fmt::format(
-        "torchrun's environment is incomplete: {} not set (a distributed run needs RANK, "
-        "WORLD_SIZE, MASTER_ADDR and MASTER_PORT; launch with torchrun --no-python)",
-        fmt::join(missing, ", ")));
-  DistributedEnv env;
-  env.world_size =
-      parse_int("WORLD_SIZE", get("WORLD_SIZE"), 1, std::numeric_limits<int>::max() / 2);
-  env.rank = parse_int("RANK", get("RANK"), 0, env.world_size - 1);
-  env.local_rank = get("LOCAL_RANK") ? parse_int("LOCAL_RANK", get("LOCAL_RANK"), 0, env.rank) : 0;
-  env.local_world_size =
-      get("LOCAL_WORLD_SIZE")
-          ? parse_int("LOCAL_WORLD_SIZE", get("LOCAL_WORLD_SIZE"), 1, env.world_size)
-          : 1;
-  env.master_addr = get("MASTER_ADDR");
-  env.master_port = parse_int("MASTER_PORT", get("MASTER_PORT"), 1, 65535);
-  const char* agent = get("TORCHELASTIC_USE_AGENT_STORE");
-  env.agent_store = agent && std::string(agent) == "True";
-  return env;
-}
 
 bool is_loopback_address(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1" ||

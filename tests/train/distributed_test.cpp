@@ -3,6 +3,8 @@
 // loopback (an in-memory store stands in for torchrun's TCP store).
 #include "vit/train/distributed.hpp"
 
+#include <stdlib.h>
+
 #include <csignal>
 #include <functional>
 #include <map>
@@ -58,6 +60,21 @@ TEST(DistributedEnvTest, ReadsTorchrunsVariables) {
   by_hand.erase("LOCAL_WORLD_SIZE");
   EXPECT_FALSE(env_of(by_hand)->agent_store);
   EXPECT_EQ(env_of(by_hand)->local_world_size, 1);
+}
+
+// The data's one listing per machine asks for LOCAL_WORLD_SIZE this way.
+TEST(DistributedEnvTest, LocalWorldSizeIsOneAloneAndTorchrunsOtherwise) {
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    ::unsetenv(name);
+  EXPECT_EQ(vit::local_world_size(), 1);
+  for (const auto& [name, value] : kTorchrunRank1)
+    ::setenv(name.c_str(), value.c_str(), 1);
+  EXPECT_EQ(vit::local_world_size(), 2);
+  ::setenv("LOCAL_WORLD_SIZE", "9", 1);  // more than WORLD_SIZE 4
+  EXPECT_THROW(vit::local_world_size(), vit::Error);
+  for (const auto& entry : kTorchrunRank1)
+    ::unsetenv(entry.first.c_str());
 }
 
 TEST(DistributedEnvTest, PartialOrMalformedEnvironmentIsAnError) {

@@ -17,9 +17,6 @@
 
 namespace vit::data {
 
-// The processes torchrun runs on this machine (LOCAL_WORLD_SIZE), else 1.
-int64_t local_world_size();
-
 // list() shared through "<cache_dir>/image-folder-list-<hash of root>.bin" (cache_dir
 // "" = ~/.cache/vit). Where the file cannot be written, list() itself, with a warning.
 ImageListing shared_image_folder_listing(const std::filesystem::path& root, bool val_folder,

@@ -15,27 +15,9 @@
 #include <c10/core/Device.h>
 
 #include "vit/config.hpp"
+#include "vit/torchrun_env.hpp"
 
 namespace vit {
-
-// One process's place in the world, from torchrun's environment.
-struct DistributedEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;        // the rank on this machine: picks cuda:LOCAL_RANK
-  int local_world_size = 1;  // ranks on this machine: they share its cores
-  std::string master_addr;
-  int master_port = 0;
-  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent serves the store; every rank
-  // connects as a client.
-  bool agent_store = false;
-};
-
-// This process's torchrun variables; nullopt when none is set (vit runs alone).
-// `lookup` is getenv by default. Throws vit::Error for a partial or malformed set,
-// naming the variable, the value and what was expected.
-std::optional<DistributedEnv> distributed_env(
-    const std::function<const char*(const char*)>& lookup = {});
 
 // Where Gloo's connections bind: the interface GLOO_SOCKET_IFNAME names, as in
 // PyTorch; else the master's address when it is loopback; else the address the
