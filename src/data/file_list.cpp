@@ -65,6 +65,14 @@ int64_t deque_bytes(const std::deque<T>& d) {
   return blocks * (kBlockBytes + kMallocHeader + int64_t(sizeof(void*)));
 }
 
+// Where byte `pos` of the names is, as an iterator `std::string::append` takes.
+std::deque<char>::const_iterator byte_at(const std::deque<char>& names, size_t pos) {
+  return names.begin() + static_cast<std::ptrdiff_t>(pos);
+}
+const char* byte_at(const char* names, size_t pos) {
+  return names + pos;
+}
+
 // Name i from the front-coded `names`, starting at its block's whole name.
 template <typename Bytes>
 std::string decode_name(const Bytes& names, size_t pos, int64_t i) {
@@ -73,8 +81,7 @@ std::string decode_name(const Bytes& names, size_t pos, int64_t i) {
     const size_t shared = get_varint(names, pos);
     const size_t rest = get_varint(names, pos);
     name.resize(shared);
-    for (size_t c = 0; c < rest; ++c)
-      name.push_back(names[pos + c]);
+    name.append(byte_at(names, pos), byte_at(names, pos + rest));
     pos += rest;
   }
   return name;
