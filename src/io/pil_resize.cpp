@@ -41,6 +41,9 @@ Taps taps_for(int in_size, int out_size, PilFilter filter) {
   const double scale = double(in_size) / double(out_size);
   const double widening = std::max(scale, 1.0);  // a shrink widens the filter
   const double support = (filter == PilFilter::kBicubic ? 2.0 : 1.0) * widening;
+  // Times the reciprocal, as Pillow computes it: a division can round the other
+  // way in the last bit, and a weight's 22-bit rounding with it.
+  const double narrowing = 1.0 / widening;
   const auto kernel = filter == PilFilter::kBicubic ? bicubic : bilinear;
   Taps t;
   t.stride = static_cast<int>(std::ceil(support)) * 2 + 1;
@@ -56,7 +59,7 @@ Taps taps_for(int in_size, int out_size, PilFilter filter) {
     const int n = high - low;
     double sum = 0.0;
     for (int k = 0; k < n; ++k)
-      sum += w[k] = kernel((k + low - center + 0.5) / widening);
+      sum += w[k] = kernel((k + low - center + 0.5) * narrowing);
     for (int k = 0; k < n; ++k) {
       const double v = (sum != 0.0 ? w[k] / sum : w[k]) * double(1 << kPrecisionBits);
       t.weights[size_t(i) * t.stride + k] = static_cast<int32_t>(v < 0 ? v - 0.5 : v + 0.5);
